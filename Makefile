@@ -1,0 +1,33 @@
+# Two commands on a fresh Debian 12 machine:
+#   make demo   install what is missing, build, run flowmut on the bundled default seed
+#   make test   install what is missing, build, generate the seed zoo, run every test (CTest)
+BUILD ?= build
+JOBS  ?= 2
+export GLOG_minloglevel ?= 2
+
+.PHONY: demo test deps build bench zoo clean
+
+deps:
+	@tools/setup-deps.sh
+
+$(BUILD)/build.ninja: | deps
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
+
+build: deps $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	$(BUILD)/tools/flowmut profile tests/data/tiny_mix.pt
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j 1
+
+zoo: deps
+	/usr/bin/python3 examples/seeds/make_zoo.py $(BUILD)/zoo
+
+bench: build zoo
+	$(BUILD)/bench/tfg_bench_profile --zoo=$(BUILD)/zoo --benchmark_min_time=1
+
+clean:
+	rm -rf $(BUILD)

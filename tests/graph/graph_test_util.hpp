@@ -83,22 +83,21 @@ inline std::vector<node_id> reference_topological_order(const graph_t& g) {
   std::vector<node_id> order;
   std::vector<bool> done(g.node_capacity(), false);
   const std::vector<node_id> all = live_nodes(g);
+  // Slow on purpose: each step scans every node and takes the ready one with the smallest
+  // (order_key, id), the documented tie-break.
   while (order.size() < all.size()) {
-    bool progressed = false;
-    for (const node_id n : all) {
+    const node_id* best = nullptr;
+    for (const node_id& n : all) {
       if (done[graph::index(n)]) continue;
       const auto ins = g.inputs(n);
       const bool ready = std::all_of(ins.begin(), ins.end(), [&](edge_id e) {
         return g.producer(e) == graph::no_node || done[graph::index(g.producer(e))];
       });
-      if (ready) {
-        done[graph::index(n)] = true;
-        order.push_back(n);
-        progressed = true;
-        break;
-      }
+      if (ready && (!best || g.order_key(n) < g.order_key(*best))) best = &n;
     }
-    if (!progressed) break;  // cyclic: leave the order short
+    if (!best) break;  // cyclic: leave the order short
+    done[graph::index(*best)] = true;
+    order.push_back(*best);
   }
   return order;
 }

@@ -20,6 +20,8 @@
 #include <functional>
 #include <initializer_list>
 #include <iterator>
+#include <cmath>
+#include <limits>
 #include <queue>
 #include <ranges>
 #include <span>
@@ -130,6 +132,10 @@ class flow_graph {
     std::vector<edge_id> inputs;
     std::vector<edge_id> outputs;
     bool alive = true;
+    /// Execution-order key: ties between ready nodes in topological_order() go to the smaller
+    /// key. Built nodes get their id; rewrite-added nodes get a key just before the earliest
+    /// node that reads their results (see apply), so they run where the code they replace ran.
+    double order = 0;
   };
   struct edge_record {
     EdgeData data;
@@ -175,7 +181,8 @@ class flow_graph {
     const node_id n{static_cast<std::uint32_t>(nodes_.size())};
     const std::size_t edge_base = edges_.size();
 
-    node_record record{std::move(data), {inputs.begin(), inputs.end()}, {}, true};
+    node_record record{std::move(data), {inputs.begin(), inputs.end()}, {}, true,
+                       static_cast<double>(nodes_.size())};
     record.outputs.reserve(outputs.size());
     for (std::size_t j = 0; j < outputs.size(); ++j) {
       record.outputs.push_back(edge_id{static_cast<std::uint32_t>(edge_base + j)});
@@ -267,6 +274,9 @@ class flow_graph {
   std::span<const use> consumers(edge_id e) const { return edge(e).consumers; }
   /// consumers(e).size(): input slots reading `e` (graph-output occurrences not counted).
   std::size_t use_count(edge_id e) const { return edge(e).consumers.size(); }
+  /// Execution-order key of a live node: topological_order() runs ready nodes by ascending
+  /// (order_key, id). Built nodes have their id as key; see assign_order_keys for rewrites.
+  double order_key(node_id n) const { return node(n).order; }
   bool is_graph_input(edge_id e) const { return edge(e).producer == no_node; }
   bool is_graph_output(edge_id e) const { return edge(e).output_refs > 0; }
 
@@ -366,6 +376,9 @@ class flow_graph {
   void compute_topological_order() const;
   void compute_downstream() const;
   void apply(tfg::detail::rewrite_plan<NodeData, EdgeData>&& plan);
+  void assign_order_keys(const tfg::detail::rewrite_plan<NodeData, EdgeData>& plan,
+                         std::vector<node_record>& added, std::size_t node_base,
+                         std::size_t edge_base) const;
 
   std::vector<node_record> nodes_;
   std::vector<edge_record> edges_;
@@ -390,7 +403,12 @@ template <class NodeData, class EdgeData>
 void flow_graph<NodeData, EdgeData>::compute_topological_order() const {
   const std::size_t n_cap = nodes_.size();
   std::vector<std::uint32_t> pending(n_cap, 0);  // produced inputs not yet emitted, per slot
-  std::priority_queue<std::uint32_t, std::vector<std::uint32_t>, std::greater<>> ready;
+  // Smallest (order key, id) first: the seed's own order for built graphs (keys = ids), and
+  // rewrite-added nodes where the code they replace ran.
+  const auto later = [this](std::uint32_t a, std::uint32_t b) {
+    return nodes_[a].order != nodes_[b].order ? nodes_[a].order > nodes_[b].order : a > b;
+  };
+  std::priority_queue<std::uint32_t, std::vector<std::uint32_t>, decltype(later)> ready(later);
   for (std::uint32_t v = 0; v < n_cap; ++v) {
     if (!nodes_[v].alive) continue;
     for (const edge_id e : nodes_[v].inputs) {
@@ -612,7 +630,7 @@ void flow_graph<NodeData, EdgeData>::apply(tfg::detail::rewrite_plan<NodeData, E
   for (std::size_t k = 0; k < plan.added.size(); ++k) {
     auto& a = plan.added[k];
     const node_id n{static_cast<std::uint32_t>(node_base + k)};
-    node_record rec{std::move(a.data), std::move(a.inputs), {}, true};
+    node_record rec{std::move(a.data), std::move(a.inputs), {}, true, 0.0};
     rec.outputs.reserve(a.outputs.size());
     for (std::size_t j = 0; j < a.outputs.size(); ++j) {
       rec.outputs.push_back(edge_id{static_cast<std::uint32_t>(edge_base + new_edges.size())});
@@ -637,6 +655,7 @@ void flow_graph<NodeData, EdgeData>::apply(tfg::detail::rewrite_plan<NodeData, E
     }
   }
   for (const auto& [u, e] : plan.rewired) add_use(e, u);
+  assign_order_keys(plan, new_nodes, node_base, edge_base);
   std::sort(growth.begin(), growth.end());
   for (std::size_t i = 0; i < growth.size();) {
     std::size_t j = i;
@@ -689,6 +708,69 @@ void flow_graph<NodeData, EdgeData>::apply(tfg::detail::rewrite_plan<NodeData, E
   live_nodes_ += plan.added.size();
   live_edges_ += added_edges;
   ++version_;
+}
+
+/// Execution order of rewrite-added nodes. Side effects (in-place operators, views of a
+/// written storage) make the order of independent nodes observable, so an added node must
+/// run where the code it stands for ran: just before the earliest removed node or the earliest
+/// surviving node that reads its results (directly, or through other added nodes), whichever
+/// ran first; failing both, after every existing node. Added nodes that land before
+/// the same node keep their staging order. O(V) per distinct target, O(added · uses) else.
+template <class NodeData, class EdgeData>
+void flow_graph<NodeData, EdgeData>::assign_order_keys(
+    const tfg::detail::rewrite_plan<NodeData, EdgeData>& plan, std::vector<node_record>& added,
+    std::size_t node_base, std::size_t edge_base) const {
+  constexpr double none = std::numeric_limits<double>::infinity();
+  const std::size_t m = added.size();
+  if (m == 0) return;
+  std::vector<double> target(m, none);  // key of the node each added node must precede
+  const auto owner = [&](edge_id e) -> std::size_t {  // added node producing e, or m
+    if (index(e) < edge_base) return m;
+    for (std::size_t k = 0; k < m; ++k)
+      for (const edge_id o : added[k].outputs)
+        if (o == e) return k;
+    return m;
+  };
+  for (const auto& [u, e] : plan.rewired)
+    if (const auto k = owner(e); k < m && index(u.node) < node_base)
+      target[k] = std::min(target[k], nodes_[index(u.node)].order);
+  // Added consumers pass their target back to their added producers (the staging order is
+  // usually producer first, so walk backwards; repeat in case it is not).
+  for (std::size_t pass = 0; pass < m; ++pass) {
+    bool changed = false;
+    for (std::size_t k = m; k-- > 0;)
+      for (const edge_id in : added[k].inputs)
+        if (const auto p = owner(in); p < m && target[k] < target[p]) {
+          target[p] = target[k];
+          changed = true;
+        }
+    if (!changed) break;
+  }
+  double removed_min = none, max_key = -none;
+  for (const node_id r : plan.removed) removed_min = std::min(removed_min, nodes_[index(r)].order);
+  for (const auto& rec : nodes_)
+    if (rec.alive) max_key = std::max(max_key, rec.order);
+  for (std::size_t k = 0; k < m; ++k)
+    target[k] = std::min(target[k], removed_min);  // a replacement runs where the removed code ran
+  // Spread the nodes that share a target evenly between that target and the key before it.
+  std::vector<bool> done(m, false);
+  double append = (max_key == -none ? 0.0 : std::floor(max_key)) + 1.0;
+  for (std::size_t k = 0; k < m; ++k) {
+    if (done[k]) continue;
+    std::vector<std::size_t> group;
+    for (std::size_t j = k; j < m; ++j)
+      if (!done[j] && target[j] == target[k]) group.push_back(j), done[j] = true;
+    if (target[k] == none) {
+      for (const auto j : group) added[j].order = append++;
+      continue;
+    }
+    double before = -1.0;  // greatest existing key below the target (keys of built nodes are >= 0)
+    for (const auto& rec : nodes_)
+      if (rec.alive && rec.order < target[k]) before = std::max(before, rec.order);
+    const double step = (target[k] - before) / static_cast<double>(group.size() + 1);
+    for (std::size_t i = 0; i < group.size(); ++i)
+      added[group[i]].order = before + step * static_cast<double>(i + 1);
+  }
 }
 
 }  // namespace tfg::graph

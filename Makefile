@@ -17,7 +17,9 @@ $(BUILD)/build.ninja: | deps
 build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
-demo: build
+# The demo needs only the tool: do not compile the test suites and benchmarks for it.
+demo: deps $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS) --target flowmut
 	$(BUILD)/tools/flowmut profile tests/data/tiny_mix.pt
 
 test: build

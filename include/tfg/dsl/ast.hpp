@@ -269,12 +269,42 @@ struct extern_decl {
   type resolved_result;               ///< filled by check()
 };
 
+// ---- requirements R(v) ---------------------------------------------------------------------
+
+/// How one positional schema argument of a `requirement` is bound (dsl/spec.md section 14).
+enum class req_arg_kind : std::uint8_t {
+  tensor,           ///< `%x`: a tensor argument (an edge); None does not bind
+  optional_tensor,  ///< `%x?`: a tensor argument or None (`is_none(%x)`)
+  tensor_list,      ///< `%xs[]`: a list of tensors (`len(%xs)`, `%xs[i]`)
+  constant,         ///< `$p`: a constant argument's value (int, float, bool, string, list, None)
+  ignore,           ///< `_`: one argument, not bound
+  rest,             ///< `...`: any further arguments (last only)
+};
+
+/// One entry of a requirement's argument list; `name` is empty for `_` and `...`.
+struct requirement_arg {
+  req_arg_kind kind = req_arg_kind::ignore;
+  symbol name;
+  source_loc loc;
+};
+
+/// `requirement aten::add(%self, %other, $alpha) { broadcastable(%self, %other) }`: R(v) for
+/// one op kind. Several declarations for one op are alternatives, tried in order.
+struct requirement_decl {
+  symbol op;                              ///< "aten::_convolution"
+  std::vector<requirement_arg> args;      ///< positional over the op's schema arguments
+  std::vector<expr> conditions;           ///< each must hold on every profiling record
+  std::string doc;                        ///< `///` lines directly above
+  source_loc loc;
+};
+
 /// One `.tfg` file.
 struct module {
   std::string file_name;
   int version = 1;
   std::vector<extern_decl> externs;
   std::vector<operator_decl> operators;
+  std::vector<requirement_decl> requirements;  ///< R(v) declarations (dsl/spec.md section 14)
 };
 
 }  // namespace tfg::dsl

@@ -34,6 +34,7 @@ enum class expr_site : std::uint8_t {
   rewire_index,
   expect,
   example_arg,
+  requirement,  ///< a condition of a `requirement` declaration
 };
 
 class checker {
@@ -50,6 +51,7 @@ class checker {
               {{"first defined here", it->second}});
       check_operator(op);
     }
+    for (auto& rq : m_.requirements) check_requirement(rq);
     return std::move(diags_);
   }
 
@@ -65,6 +67,10 @@ class checker {
   std::vector<std::string> replace_values_;   ///< defined so far
   std::set<std::string> pattern_results_;     ///< values produced by pattern nodes
   std::set<std::string> example_values_;
+
+  // Per requirement: bound `%values` (with their binding kind) and `$constants`.
+  std::map<std::string, req_arg_kind> req_values_;
+  std::set<std::string> req_params_;
 
   void error(errc e, source_loc at, std::string msg, std::vector<note> notes = {}) {
     diags_.push_back(make_error(e, at, std::move(msg), std::move(notes)));
@@ -120,6 +126,35 @@ class checker {
     std::string s = "types are:";
     for (auto const& t : type_names) s += std::string(" ") + std::string(t.name);
     return s;
+  }
+
+  // ---- requirements ------------------------------------------------------------------------
+
+  void check_requirement(requirement_decl& rq) {
+    req_values_.clear();
+    req_params_.clear();
+    params_.clear();
+    pattern_values_.clear();
+    replace_values_.clear();
+    check_op_name(rq.op.text, rq.op.loc, false);
+    std::map<std::string, source_loc> seen;
+    for (std::size_t i = 0; i < rq.args.size(); ++i) {
+      auto const& a = rq.args[i];
+      if (a.kind == req_arg_kind::rest && i + 1 != rq.args.size())
+        error(errc::bad_requirement_args, a.loc, "'...' must be the last requirement argument");
+      if (a.name.text.empty()) continue;
+      bool const is_value = a.kind != req_arg_kind::constant;
+      std::string const key = (is_value ? "%" : "$") + a.name.text;
+      auto const [it, fresh] = seen.emplace(a.name.text, a.name.loc);
+      if (!fresh) {
+        error(errc::bad_requirement_args, a.name.loc, "'" + key + "' is bound twice in the requirement's arguments",
+              {{"first bound here", it->second}});
+        continue;
+      }
+      if (is_value) req_values_.emplace(a.name.text, a.kind);
+      else req_params_.insert(a.name.text);
+    }
+    check_conditions(rq.conditions, expr_site::requirement);
   }
 
   // ---- operators ---------------------------------------------------------------------------
@@ -644,6 +679,16 @@ class checker {
               {{"use count(ns::op) and nodes()", std::nullopt}});
         e.resolved = {};
         return;
+      case expr_site::requirement: {
+        auto const it = req_values_.find(e.text);
+        if (it == req_values_.end()) {
+          error(errc::value_not_in_scope, e.loc, "value '%" + e.text + "' is not bound by the requirement's arguments");
+          e.resolved = {};
+        } else if (it->second == req_arg_kind::tensor_list) {
+          e.resolved = {type_kind::tensor, true};
+        }
+        return;
+      }
       case expr_site::example_arg:
         if (!example_values_.count(e.text))
           error(errc::bad_example_graph, e.loc, "value '%" + e.text + "' is not defined in the example graph");
@@ -678,6 +723,12 @@ class checker {
         }
         if (site == expr_site::expect) {
           error(errc::bad_expect, e.loc, "'expect' conditions cannot use parameters");
+          return {};
+        }
+        if (site == expr_site::requirement) {
+          // A constant argument's type is known only at run time (spec section 14).
+          if (!req_params_.count(e.text))
+            error(errc::undeclared_param, e.loc, "'$" + e.text + "' is not bound by the requirement's arguments");
           return {};
         }
         auto const* p = use_param(e);
@@ -887,6 +938,15 @@ class checker {
         return {};
       }
       check_args();
+      if (b->name == "is_none") {
+        bool const ok = site == expr_site::requirement && e.args.size() == 1 &&
+                        e.args[0].kind == expr_kind::value && req_values_.count(e.args[0].text) &&
+                        req_values_[e.args[0].text] == req_arg_kind::optional_tensor;
+        if (!ok) {
+          error(errc::bad_is_none, e.loc, "is_none applies only to an optional requirement argument '%v?'");
+          return {};
+        }
+      }
       if (e.args.size() != b->arity) {
         error(errc::wrong_arity, e.loc,
               "'" + e.text + "' takes " + std::to_string(b->arity) + " argument" + (b->arity == 1 ? "" : "s") +

@@ -58,6 +58,8 @@ enum class errc : std::uint16_t {
   pattern_not_connected = 43,
   unknown_name = 44,
   state_in_pattern = 45,
+  bad_requirement_args = 46,
+  bad_is_none = 47,
 };
 
 /// Which pass reports a code: `parse` (lexing, X3 grammar, header/block folding) or
@@ -73,7 +75,7 @@ struct error_code_info {
   bool testable;  ///< false only for E000, which no input is meant to trigger
 };
 
-inline constexpr std::array<error_code_info, 46> error_codes{{
+inline constexpr std::array<error_code_info, 48> error_codes{{
     {errc::internal, "E000", "internal error in the DSL front end (please report)", diag_phase::parse, false},
     {errc::syntax, "E001", "syntax error: unexpected token", diag_phase::parse, true},
     {errc::unbalanced_braces, "E002", "unterminated block or unmatched '}'", diag_phase::parse, true},
@@ -120,6 +122,8 @@ inline constexpr std::array<error_code_info, 46> error_codes{{
     {errc::pattern_not_connected, "E043", "pattern node not connected to the anchor", diag_phase::check, true},
     {errc::unknown_name, "E044", "unknown name", diag_phase::check, true},
     {errc::state_in_pattern, "E045", "tensor-state built-in used in a pattern", diag_phase::check, true},
+    {errc::bad_requirement_args, "E046", "malformed requirement argument list", diag_phase::check, true},
+    {errc::bad_is_none, "E047", "is_none on a value that is not an optional requirement argument", diag_phase::check, true},
 }};
 
 /// The table row of `e`. Precondition: `e` is an enumerator (the table is dense).

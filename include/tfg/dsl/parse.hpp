@@ -97,9 +97,13 @@ inline void parse_declarations(char const* body, std::string_view text, line_ind
         extern_decl ex;
         ok = extern_grammar().parse(p, end, ctx, x3::unused, ex);
         if (ok) out.externs.push_back(std::move(ex));
+      } else if (keyword_at(p, end, "requirement")) {
+        requirement_decl rq;
+        ok = requirement_grammar().parse(p, end, ctx, x3::unused, rq);
+        if (ok) out.requirements.push_back(std::move(rq));
       } else {
         diags.push_back(make_error(errc::syntax, loc(p, token_end(p, end)),
-                                   "expected 'operator' or 'extern' declaration, found " +
+                                   "expected 'operator', 'extern' or 'requirement' declaration, found " +
                                        describe_token(p, end)));
       }
       if (!ok) p = resync(item, end);
@@ -118,6 +122,7 @@ inline void attach_docs(module& m, line_index const& lines) {
     op.doc = doc_above(lines, op.loc.line);
     for (auto& p : op.params) p.doc = doc_above(lines, p.loc.line);
   }
+  for (auto& rq : m.requirements) rq.doc = doc_above(lines, rq.loc.line);
 }
 
 }  // namespace detail

@@ -10,17 +10,22 @@ namespace tfg::dsl::detail::parser {
 
 struct operator_decl_class;
 struct extern_decl_class;
+struct requirement_decl_class;
 
 /// `operator name <header clauses> { <body> }`
 using operator_rule_type = x3::rule<operator_decl_class, operator_decl>;
 /// `extern pred|fn name(types) [-> type]`
 using extern_rule_type = x3::rule<extern_decl_class, extern_decl>;
 
-BOOST_SPIRIT_DECLARE(operator_rule_type, extern_rule_type)
+/// `requirement ns::op(args) { conditions }`
+using requirement_rule_type = x3::rule<requirement_decl_class, requirement_decl>;
+
+BOOST_SPIRIT_DECLARE(operator_rule_type, extern_rule_type, requirement_rule_type)
 
 }  // namespace tfg::dsl::detail::parser
 
 namespace tfg::dsl::detail {
 inline parser::operator_rule_type const& operator_grammar();
 inline parser::extern_rule_type const& extern_grammar();
+inline parser::requirement_rule_type const& requirement_grammar();
 }  // namespace tfg::dsl::detail

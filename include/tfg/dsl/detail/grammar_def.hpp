@@ -171,7 +171,10 @@ inline x3::rule<class tolerance_class, raw_tolerance> const tolerance_r =
     "tolerance ('atol=<number>' or 'rtol=<number>')";
 inline x3::rule<class header_clause_class, raw_clause> const header_clause = "header clause";
 
+inline x3::rule<class req_arg_class, requirement_arg> const req_arg_r =
+    "requirement argument ('%v', '%v?', '%v[]', '$p', '_' or '...')";
 inline operator_rule_type const operator_r = "operator declaration";
+inline requirement_rule_type const requirement_r = "requirement declaration";
 inline extern_rule_type const extern_r = "extern declaration";
 
 // ---- lexical -------------------------------------------------------------------------------
@@ -489,16 +492,51 @@ inline auto const extern_r_def =
             -(named("'->'", lit("->")) >
               named("type name", sym)[([](auto& c) { _val(c).result_type = std::move(_attr(c)); })])][set_loc];
 
+// ---- requirements R(v) ---------------------------------------------------------------------
+
+template <req_arg_kind K>
+inline auto const set_req_kind = [](auto& c) { _val(c).kind = K; };
+
+inline auto const req_arg_r_def =
+    x3::raw[(value_sym[([](auto& c) {
+               _val(c) = requirement_arg{};
+               _val(c).kind = req_arg_kind::tensor;
+               _val(c).name = std::move(_attr(c));
+             })] >>
+             -(lit('?')[set_req_kind<req_arg_kind::optional_tensor>] |
+               (lit('[') > ']')[set_req_kind<req_arg_kind::tensor_list>])) |
+            param_sym[([](auto& c) {
+              _val(c) = requirement_arg{};
+              _val(c).kind = req_arg_kind::constant;
+              _val(c).name = std::move(_attr(c));
+            })] |
+            x3::lexeme['_' >> !ident_char][([](auto& c) {
+              _val(c) = requirement_arg{};
+              _val(c).kind = req_arg_kind::ignore;
+            })] |
+            lit("...")[([](auto& c) {
+              _val(c) = requirement_arg{};
+              _val(c).kind = req_arg_kind::rest;
+            })]][set_loc];
+
+inline auto const requirement_r_def =
+    x3::raw[kw("requirement")[([](auto& c) { _val(c) = requirement_decl{}; })] >
+            named("op name ('ns::name')", op_sym)[([](auto& c) { _val(c).op = std::move(_attr(c)); })] > '(' >
+            -(req_arg_r[([](auto& c) { _val(c).args.push_back(std::move(_attr(c))); })] % ',') > ')' > '{' >
+            *(expression[([](auto& c) { _val(c).conditions.push_back(std::move(_attr(c))); })] >> -lit(';')) >
+            named("condition or '}'", lit('}'))][set_loc];
+
 BOOST_SPIRIT_DEFINE(sym, value_sym, param_sym, op_sym, number, string_e, value_e, param_e, op_e, wildcard_e,
                     ellipsis_e, paren_e, list_e, set_e, call_e, name_e, primary, postfix, unary, mul_op, add_op,
                     cmp_op, multiplicative, additive, comparison, conjunction, expression, arg_list, results,
                     op_spec_r, ir_node_r, pattern_node, param_r, pattern_r, rewire_r, delete_r, replace_r,
                     require_r, graph_attr_r, graph_input_r, graph_r, example_r, tolerance_r, header_clause,
-                    operator_r, extern_r)
+                    operator_r, extern_r, req_arg_r, requirement_r)
 
 }  // namespace tfg::dsl::detail::parser
 
 namespace tfg::dsl::detail {
 inline parser::operator_rule_type const& operator_grammar() { return parser::operator_r; }
 inline parser::extern_rule_type const& extern_grammar() { return parser::extern_r; }
+inline parser::requirement_rule_type const& requirement_grammar() { return parser::requirement_r; }
 }  // namespace tfg::dsl::detail

@@ -83,7 +83,8 @@ inline std::string describe_token(char const* p, char const* end) {
 }
 
 /// After a syntax error in the declaration starting at `item`, the start of the next
-/// declaration: the first `operator` or `extern` that begins a line at brace depth 0.
+/// declaration: the first `operator`, `extern` or `requirement` that begins a line at brace
+/// depth 0.
 /// Precondition: braces are balanced (the pre-scan passed).
 inline char const* resync(char const* item, char const* end) noexcept {
   int depth = 0;
@@ -104,7 +105,8 @@ inline char const* resync(char const* item, char const* end) noexcept {
       continue;
     }
     if (depth == 0 && line_start &&
-        (keyword_at(s, end, "operator") || keyword_at(s, end, "extern")))
+        (keyword_at(s, end, "operator") || keyword_at(s, end, "extern") ||
+         keyword_at(s, end, "requirement")))
       return s;
     line_start = false;
     if (c == '"') {
@@ -145,7 +147,9 @@ inline prescan_result prescan(std::string_view text, line_index const& lines,
                              {{"every .tfg file starts with 'tfg <version>'; this is version 1",
                                std::nullopt}}));
     // A forgotten header: read on from the first declaration.
-    r.body = keyword_at(p, end, "operator") || keyword_at(p, end, "extern") ? p : resync(p, end);
+    r.body = keyword_at(p, end, "operator") || keyword_at(p, end, "extern") || keyword_at(p, end, "requirement")
+                 ? p
+                 : resync(p, end);
   } else {
     char const* const kw = p;
     p = skip_blanks(p + 3, end);

@@ -1,0 +1,147 @@
+#pragma once
+/// \file
+/// Candidate construction: every live edge as anchor, paired with every operator, checked
+/// prefilter first, then pattern, input, and the probe-free parts of internal and output
+/// (dsl/spec.md sections 10 and 15). Rejections are counted per operator and per stage.
+
+#include <array>
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "tfg/match/adapter.hpp"
+#include "tfg/match/compile.hpp"
+#include "tfg/match/evaluate.hpp"
+
+namespace tfg::match {
+
+/// A retained candidate: legal as far as the seed's F shows (deferred conditions aside).
+/// Its bindings live in the flat arrays of the `candidate_set` (see `candidate_set::bound`).
+struct candidate {
+  edge_id anchor = graph::no_edge;
+  std::uint32_t op = 0;         ///< index into the operator span given to `construct`
+  std::uint32_t values_at = 0;  ///< first entry in candidate_set::values (op.values.size() entries)
+  std::uint32_t nodes_at = 0;   ///< first entry in candidate_set::nodes (op.pattern.size() entries)
+  std::uint32_t params_at = 0;  ///< first entry in candidate_set::params (op.params.size() entries)
+  std::uint16_t value_count = 0, node_count = 0, param_count = 0;
+};
+
+/// Pairs by the stage that rejected them first; `accepted` counts retained candidates.
+/// `prefilter_as` splits the `prefilter` count by the stage of the failed necessary
+/// condition (pattern or input), so `by_stage[s] + prefilter_as[s]` is the count the full
+/// evaluation would have reported for stage s.
+struct stage_counts {
+  std::array<std::uint64_t, reject_stage_count> by_stage{};
+  std::array<std::uint64_t, reject_stage_count> prefilter_as{};
+  [[nodiscard]] std::uint64_t operator[](reject_stage s) const noexcept { return by_stage[static_cast<int>(s)]; }
+  [[nodiscard]] std::uint64_t pairs() const noexcept {
+    std::uint64_t n = 0;
+    for (auto const x : by_stage) n += x;
+    return n;
+  }
+};
+
+/// One examined pair (only with `construct_options::record_pairs`).
+struct pair_record {
+  edge_id anchor;
+  std::uint32_t op;
+  reject_stage stage;
+};
+
+struct construct_options {
+  std::uint64_t seed = 0;            ///< parameter sampling: rng seeded per pair from this
+  bool record_pairs = false;         ///< fill `candidate_set::pairs` (allocates per pair)
+  bool keep_candidates = true;       ///< false: count only (benchmarks of the scan)
+  bool use_prefilter = true;         ///< false: every pair goes through the pattern
+};
+
+struct candidate_set {
+  std::vector<candidate> candidates;
+  std::vector<edge_id> values;      ///< bindings of all candidates, flat (no per-candidate allocation)
+  std::vector<node_id> nodes;
+  std::vector<attr_value> params;
+  std::vector<stage_counts> per_operator;  ///< index = operator index
+  stage_counts total;
+  std::vector<pair_record> pairs;
+  std::uint64_t type_faults = 0;           ///< run-time type mismatches in constraints
+
+  [[nodiscard]] std::span<const edge_id> values_of(candidate const& c) const {
+    return {values.data() + c.values_at, c.value_count};
+  }
+  [[nodiscard]] std::span<const node_id> nodes_of(candidate const& c) const {
+    return {nodes.data() + c.nodes_at, c.node_count};
+  }
+  [[nodiscard]] std::span<const attr_value> params_of(candidate const& c) const {
+    return {params.data() + c.params_at, c.param_count};
+  }
+  /// The bindings of `c` as a `bindings` object (for `evaluate_deferred` and friends).
+  [[nodiscard]] bindings bound(candidate const& c) const {
+    auto const v = values_of(c);
+    auto const n = nodes_of(c);
+    auto const p = params_of(c);
+    return bindings{{v.begin(), v.end()}, {n.begin(), n.end()}, {p.begin(), p.end()}};
+  }
+};
+
+/// Visits every live edge of `a.graph()` as anchor with every operator of `ops`:
+/// O(|E| x |ops|) prefilter tests, plus the pattern and constraint work of the pairs that
+/// pass. Allocation-free per rejected pair (after warm-up); retained candidates append their
+/// bindings to the set's flat arrays (amortised O(1), no allocation per candidate). The parameter sample of a pair is drawn from a `splitmix64` seeded with
+/// (options.seed, edge, operator), so results do not depend on the visiting order.
+template <match_adapter A>
+[[nodiscard]] candidate_set construct(A const& a, std::span<const compiled_operator> ops,
+                                      construct_options const& options = {}) {
+  candidate_set out;
+  out.per_operator.resize(ops.size());
+  auto const summaries = summarize(a);
+  std::vector<prefilter> pres;  // contiguous: the hot loop reads only these
+  pres.reserve(ops.size());
+  for (auto const& op : ops) pres.push_back(op.pre);
+  workspace ws;
+  std::vector<bindings> per_op(ops.size());  // one per operator: parameter types stay put
+  for (auto const e : a.graph().edges()) {
+    auto const& s = summaries[graph::index(e)];
+    for (std::uint32_t oi = 0; oi < ops.size(); ++oi) {
+      auto const& op = ops[oi];
+      auto& counts = out.per_operator[oi];
+      auto& b = per_op[oi];
+      reject_stage st = reject_stage::accepted;
+      if (options.use_prefilter) {
+        auto const pf = prefilter_check(pres[oi], s);
+        if (pf != reject_stage::accepted) {
+          ++counts.by_stage[static_cast<int>(reject_stage::prefilter)];
+          ++counts.prefilter_as[static_cast<int>(pf)];
+          if (options.record_pairs) out.pairs.push_back({e, oi, reject_stage::prefilter});
+          continue;
+        }
+      }
+      if (!match_pattern(op, a, e, b, ws)) {
+        st = reject_stage::pattern;
+      } else {
+        splitmix64 rng(options.seed ^ (static_cast<std::uint64_t>(graph::index(e)) << 24) ^ (std::uint64_t{oi} << 1));
+        st = evaluate_constraints(op, a, b, rng, ws);
+      }
+      ++counts.by_stage[static_cast<int>(st)];
+      if (options.record_pairs) out.pairs.push_back({e, oi, st});
+      if (st == reject_stage::accepted && options.keep_candidates) {
+        candidate c{e, oi, static_cast<std::uint32_t>(out.values.size()), static_cast<std::uint32_t>(out.nodes.size()),
+                    static_cast<std::uint32_t>(out.params.size()), static_cast<std::uint16_t>(b.values.size()),
+                    static_cast<std::uint16_t>(b.nodes.size()), static_cast<std::uint16_t>(b.params.size())};
+        out.values.insert(out.values.end(), b.values.begin(), b.values.end());
+        out.nodes.insert(out.nodes.end(), b.nodes.begin(), b.nodes.end());
+        out.params.insert(out.params.end(), b.params.begin(), b.params.end());
+        out.candidates.push_back(c);
+      }
+    }
+  }
+  for (auto const& c : out.per_operator)
+    for (std::size_t i = 0; i < reject_stage_count; ++i) {
+      out.total.by_stage[i] += c.by_stage[i];
+      out.total.prefilter_as[i] += c.prefilter_as[i];
+    }
+  out.type_faults = ws.type_faults;
+  return out;
+}
+
+}  // namespace tfg::match

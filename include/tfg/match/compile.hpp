@@ -1,0 +1,918 @@
+#pragma once
+/// \file
+/// The matcher compiler: checked DSL modules in, `compiled_operator`s and a
+/// `requirement_table` out. Operators are run-time data: nothing is instantiated per
+/// operator. See dsl/spec.md sections 7-10, 14 and 15 for the semantics implemented here.
+///
+///     tfg::match::symbol_table syms;
+///     tfg::match::extern_registry ext;
+///     auto parsed = tfg::dsl::parse(text, "ops/x.tfg");
+///     auto r = tfg::match::compile(parsed.ast, syms, ext);   // never throws
+///     // r.operators, r.requirements, r.diagnostics
+
+#include <algorithm>
+#include <cstdint>
+#include <exception>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "tfg/dsl/ast.hpp"
+#include "tfg/dsl/builtins.hpp"
+#include "tfg/dsl/diagnostic.hpp"
+#include "tfg/match/adapter.hpp"
+#include "tfg/match/program.hpp"
+
+namespace tfg::match {
+
+// ---- parameters ----------------------------------------------------------------------------
+
+/// A declared parameter. Values are `attr_value`s: ints, doubles, bools, strings (dtype,
+/// device, layout and memory-format words such as "f32"); op-typed parameters hold the op's
+/// symbol id as an int64.
+struct compiled_param {
+  std::string name;
+  dsl::type type;
+  dsl::domain_kind domain = dsl::domain_kind::none;
+  attr_value lo, hi;               ///< range domains
+  std::vector<attr_value> members; ///< set domains (bool without domain: {false, true})
+  bool bound_by_match = false;     ///< appears as a pattern argument or op spec
+};
+
+// ---- pattern -------------------------------------------------------------------------------
+
+/// One argument of a pattern node.
+struct pattern_arg {
+  enum class kind : std::uint8_t { value, wildcard, ellipsis, param, literal, list };
+  kind k = kind::wildcard;
+  std::uint32_t slot = 0;            ///< value or parameter slot
+  attr_value literal;                ///< literal: the constant it must equal
+  dsl::type_kind literal_kind = dsl::type_kind::unknown;  ///< dtype/layout/... words
+  std::vector<pattern_arg> items;    ///< list
+};
+
+struct pattern_node {
+  enum class op_kind : std::uint8_t { names, any, param };
+  op_kind how = op_kind::names;
+  std::vector<std::uint32_t> symbols;  ///< names: the alternatives
+  std::uint32_t param = 0;             ///< param: parameter slot
+  std::vector<pattern_arg> args;
+  bool ellipsis = false;               ///< last argument is `...`
+  std::vector<std::uint32_t> results;  ///< value slots
+};
+
+/// The search order: node `node` is reached through `value` (already bound) as its producer
+/// (`via_producer`) or as one of its consumers.
+struct match_step {
+  std::uint32_t node = 0;
+  std::uint32_t value = 0;
+  bool via_producer = true;
+};
+
+/// Necessary conditions on the anchor, checked against its `edge_summary` before the
+/// pattern. Each test knows the stage it was derived from.
+struct prefilter {
+  bool need_producer = false;                  ///< pattern: the anchor is produced by a pattern node
+  bool any_producer = true;                    ///< no restriction on the producer's kind
+  std::array<std::uint64_t, 4> producer_mask{};///< bit (symbol & 255)
+  std::uint16_t min_uses = 0;                  ///< pattern
+  std::uint64_t rank_mask = ~std::uint64_t{0}; ///< input: allowed ranks of run 0 (bit r; 63 = >= 63)
+  std::uint32_t dtype_mask = ~std::uint32_t{0};///< input: allowed dtypes of run 0
+  bool need_aliased = false;                   ///< input
+  bool need_state = false;                     ///< input: some input condition reads the anchor's state
+};
+
+/// Per-edge facts read by the prefilter; built once per graph (`summarize`).
+struct edge_summary {
+  std::uint32_t producer_symbol = 0;  ///< 0: a graph input
+  std::uint16_t uses = 0;             ///< saturating
+  std::uint8_t rank = 0;              ///< run 0 (saturating at 63)
+  std::uint8_t dtype = 0;             ///< run 0 (state::dtype)
+  std::uint8_t flags = 0;             ///< see below
+  static constexpr std::uint8_t live = 1, has_runs = 2, non_tensor = 4, aliased = 8;
+};
+
+// ---- replacement ---------------------------------------------------------------------------
+
+/// An argument of a replacement node (or the `which` of a rewire): a bound value, a
+/// parameter, a constant, or an expression the backend evaluates with `evaluate_value`
+/// (for example `pow2($k)` or `shape(%x)`).
+struct template_arg {
+  enum class kind : std::uint8_t { value, param, constant, expr };
+  kind k = kind::constant;
+  std::uint32_t slot = 0;
+  attr_value constant;                          ///< for dtype/device/... words: the word
+  dsl::type type;                               ///< the checked type of the argument
+  std::optional<program> expr;
+};
+
+struct replacement_node {
+  std::string op;                      ///< "aten::clone", or "tfg::reshape_like" (a helper)
+  std::uint32_t op_symbol = 0;         ///< 0 when `op_param` is used
+  std::optional<std::uint32_t> op_param;  ///< `%z = $act(...)`: parameter slot holding the op
+  bool helper = false;                 ///< a `tfg::` shape-adaptation helper (dsl::helpers)
+  std::vector<template_arg> args;
+  std::vector<std::uint32_t> outputs;  ///< value slots of the new values
+};
+
+struct rewire_directive {
+  std::uint32_t source = 0;            ///< pattern value slot
+  bool all = true;                     ///< consumers(%x) vs consumer(%x, which)
+  std::optional<template_arg> which;   ///< int expression, or a value (the consumer's result)
+  std::uint32_t target = 0;            ///< value slot
+};
+
+/// The replacement, applied as: insert `nodes` in order, then `rewires`, then `deletes`
+/// (dsl/spec.md section 8). Value slots index `compiled_operator::values`.
+struct replacement_template {
+  std::vector<replacement_node> nodes;
+  std::vector<rewire_directive> rewires;
+  std::vector<std::uint32_t> deletes;  ///< value slots whose producing pattern node is removed
+};
+
+// ---- operators -----------------------------------------------------------------------------
+
+struct compiled_operator {
+  std::string name;
+  std::string file;
+  dsl::object_kind object = dsl::object_kind::tensor;
+  dsl::primitive_kind primitive = dsl::primitive_kind::update;
+  bool preserves_values = false;
+  std::optional<double> atol, rtol;
+
+  std::vector<std::string> values;      ///< value slots: pattern values first, then replacement
+  std::uint32_t pattern_value_count = 0;
+  std::uint32_t anchor = 0;             ///< value slot of the anchor
+  std::vector<compiled_param> params;
+
+  prefilter pre;
+  std::vector<pattern_node> pattern;    ///< nodes; empty: the anchor edge alone
+  std::vector<match_step> steps;        ///< search order (anchor outwards)
+  std::vector<program> pattern_conditions;
+  std::vector<program> input, internal, output;
+  replacement_template replacement;
+
+  std::shared_ptr<const dsl::operator_decl> ast;  ///< the source (examples, docs)
+};
+
+/// Bindings of a candidate: value slot -> edge (`no_edge` for replacement slots), pattern
+/// node -> graph node, parameter slot -> value (monostate until bound or sampled).
+struct bindings {
+  std::vector<edge_id> values;
+  std::vector<node_id> nodes;
+  std::vector<attr_value> params;
+};
+
+// ---- requirements R(v) ---------------------------------------------------------------------
+
+struct compiled_requirement {
+  std::string op;
+  std::vector<dsl::req_arg_kind> args;  ///< positional
+  std::vector<std::uint32_t> arg_slot;  ///< per arg: value or constant slot (UINT32_MAX: none)
+  std::uint32_t value_slots = 0, const_slots = 0;
+  bool rest = false;
+  std::vector<program> conditions;
+  std::string where;                    ///< "file:line:col"
+};
+
+/// Requirements by op symbol; alternatives in declaration order.
+struct requirement_table {
+  std::unordered_map<std::uint32_t, std::vector<compiled_requirement>> by_op;
+  [[nodiscard]] std::vector<compiled_requirement> const* find(std::uint32_t op) const {
+    auto const it = by_op.find(op);
+    return it == by_op.end() ? nullptr : &it->second;
+  }
+};
+
+struct compile_result {
+  std::vector<compiled_operator> operators;
+  requirement_table requirements;
+  std::vector<dsl::diagnostic> diagnostics;
+  [[nodiscard]] bool ok() const noexcept { return !dsl::has_errors(diagnostics); }
+};
+
+// ---- literal vocabularies ------------------------------------------------------------------
+
+namespace detail {
+
+inline std::optional<state::dtype> dtype_of_word(std::string_view w) {
+  using state::dtype;
+  constexpr std::pair<std::string_view, dtype> t[] = {{"f32", dtype::f32}, {"f64", dtype::f64}, {"f16", dtype::f16},
+                                                      {"bf16", dtype::bf16}, {"i64", dtype::i64}, {"i32", dtype::i32},
+                                                      {"i16", dtype::i16}, {"i8", dtype::i8}, {"u8", dtype::u8},
+                                                      {"bool", dtype::boolean}};
+  for (auto const& [n, d] : t)
+    if (n == w) return d;
+  return std::nullopt;
+}
+
+/// c10::ScalarType code of a dtype (how TorchScript passes dtypes as constants), or -1.
+constexpr std::int64_t scalar_type_code(state::dtype d) {
+  using state::dtype;
+  switch (d) {
+    case dtype::u8: return 0;
+    case dtype::i8: return 1;
+    case dtype::i16: return 2;
+    case dtype::i32: return 3;
+    case dtype::i64: return 4;
+    case dtype::f16: return 5;
+    case dtype::f32: return 6;
+    case dtype::f64: return 7;
+    case dtype::c64: return 9;
+    case dtype::c128: return 10;
+    case dtype::boolean: return 11;
+    case dtype::bf16: return 15;
+    case dtype::other: return -1;
+  }
+  return -1;
+}
+
+/// A literal word as a run-time value (true, none, f32, cuda, strided, channels_last_format).
+inline val word_value(std::string_view w) {
+  if (w == "true") return val::boolean(true);
+  if (w == "false") return val::boolean(false);
+  if (w == "none") {
+    val v;
+    v.k = vk::none;
+    return v;
+  }
+  if (auto const d = dtype_of_word(w)) return val::code(vk::dtype, static_cast<std::int64_t>(*d));
+  if (w == "cpu") return val::code(vk::device, static_cast<std::int64_t>(state::device_kind::cpu));
+  if (w == "cuda") return val::code(vk::device, static_cast<std::int64_t>(state::device_kind::cuda));
+  if (w == "strided") return val::code(vk::layout, static_cast<std::int64_t>(state::layout::strided));
+  if (w == "sparse_coo" || w == "sparse_csr") return val::code(vk::layout, static_cast<std::int64_t>(state::layout::sparse));
+  if (w == "mkldnn") return val::code(vk::layout, static_cast<std::int64_t>(state::layout::mkldnn));
+  constexpr std::string_view fmts[] = {"contiguous_format", "channels_last_format", "channels_last_3d_format",
+                                       "preserve_format"};
+  for (std::size_t i = 0; i < 4; ++i)
+    if (fmts[i] == w) return val::code(vk::memfmt, static_cast<std::int64_t>(i));
+  return val::fault();
+}
+
+// ---- the compiler --------------------------------------------------------------------------
+
+class compiler {
+ public:
+  compiler(symbol_table& syms, extern_registry const& ext, std::string file)
+      : syms_(syms), ext_(ext), file_(std::move(file)) {}
+
+  std::vector<dsl::diagnostic> diags;
+
+  compiled_operator compile_operator(dsl::operator_decl const& op) {
+    compiled_operator c;
+    c.name = op.name.text;
+    c.file = file_;
+    c.object = op.object.value_or(dsl::object_kind::tensor);
+    c.primitive = op.primitive.value_or(dsl::primitive_kind::update);
+    c.preserves_values = op.values.preserves;
+    c.atol = op.values.atol;
+    c.rtol = op.values.rtol;
+    c.ast = std::make_shared<dsl::operator_decl>(op);
+    values_.clear();
+    params_.clear();
+    op_ = &c;
+
+    for (auto const& p : op.params) {
+      compiled_param cp;
+      cp.name = p.name.text;
+      cp.type = p.resolved;
+      cp.domain = p.domain;
+      if (p.domain == dsl::domain_kind::range && p.domain_values.size() == 2) {
+        cp.lo = literal_attr(p.domain_values[0], p.resolved.kind);
+        cp.hi = literal_attr(p.domain_values[1], p.resolved.kind);
+      } else if (p.domain == dsl::domain_kind::set) {
+        for (auto const& m : p.domain_values) cp.members.push_back(literal_attr(m, p.resolved.kind));
+      } else if (p.resolved.kind == dsl::type_kind::boolean) {
+        cp.domain = dsl::domain_kind::set;
+        cp.members = {false, true};
+      }
+      params_[cp.name] = static_cast<std::uint32_t>(c.params.size());
+      c.params.push_back(std::move(cp));
+    }
+
+    // Pattern values: anchor first, then in order of appearance.
+    if (op.anchor) slot_of(op.anchor->text);
+    if (op.pattern) {
+      for (auto const& n : op.pattern->nodes) {
+        for (auto const& r : n.results) slot_of(r.text);
+        for (auto const& a : n.args) collect_values(a);
+      }
+    }
+    c.pattern_value_count = static_cast<std::uint32_t>(c.values.size());
+    c.anchor = 0;
+
+    if (op.pattern) {
+      for (auto const& n : op.pattern->nodes) c.pattern.push_back(compile_pattern_node(n));
+      for (auto const& e : op.pattern->conditions) c.pattern_conditions.push_back(compile_expr(e));
+    }
+    order_steps(c);
+
+    // Replacement values get slots after the pattern values.
+    if (op.replace) {
+      for (auto const& n : op.replace->nodes)
+        for (auto const& r : n.results) slot_of(r.text);
+      compile_replacement(*op.replace, c.replacement);
+    }
+    if (op.require_input)
+      for (auto const& e : op.require_input->conditions) c.input.push_back(compile_expr(e));
+    if (op.require_internal)
+      for (auto const& e : op.require_internal->conditions) c.internal.push_back(compile_expr(e));
+    if (op.require_output)
+      for (auto const& e : op.require_output->conditions) c.output.push_back(compile_expr(e));
+    build_prefilter(op, c);
+    op_ = nullptr;
+    return c;
+  }
+
+  compiled_requirement compile_requirement(dsl::requirement_decl const& rq) {
+    compiled_requirement r;
+    r.op = rq.op.text;
+    r.where = file_ + ":" + std::to_string(rq.loc.line) + ":" + std::to_string(rq.loc.col);
+    req_values_.clear();
+    req_consts_.clear();
+    for (auto const& a : rq.args) {
+      r.args.push_back(a.kind);
+      std::uint32_t slot = UINT32_MAX;
+      switch (a.kind) {
+        case dsl::req_arg_kind::tensor:
+        case dsl::req_arg_kind::optional_tensor:
+        case dsl::req_arg_kind::tensor_list:
+          slot = r.value_slots++;
+          req_values_[a.name.text] = slot;
+          break;
+        case dsl::req_arg_kind::constant:
+          slot = r.const_slots++;
+          req_consts_[a.name.text] = slot;
+          break;
+        case dsl::req_arg_kind::rest: r.rest = true; break;
+        case dsl::req_arg_kind::ignore: break;
+      }
+      r.arg_slot.push_back(slot);
+    }
+    if (r.rest) {
+      r.args.pop_back();
+      r.arg_slot.pop_back();
+    }
+    in_requirement_ = true;
+    for (auto const& e : rq.conditions) r.conditions.push_back(compile_expr(e));
+    in_requirement_ = false;
+    return r;
+  }
+
+  /// Compiles `e`; value and parameter names resolve against the current operator or
+  /// requirement.
+  program compile_expr(dsl::expr const& e) {
+    program p;
+    p.strings = std::make_shared<std::deque<std::string>>();
+    p.text = file_ + ":" + std::to_string(e.loc.line) + ":" + std::to_string(e.loc.col);
+    prog_ = &p;
+    p.root = emit(e);
+    std::sort(p.slots.begin(), p.slots.end());
+    p.slots.erase(std::unique(p.slots.begin(), p.slots.end()), p.slots.end());
+    if (op_)
+      for (auto const s : p.slots)
+        if (s >= op_->pattern_value_count) p.needs_probe = true;
+    prog_ = nullptr;
+    return p;
+  }
+
+ private:
+  symbol_table& syms_;
+  extern_registry const& ext_;
+  std::string file_;
+  compiled_operator* op_ = nullptr;
+  program* prog_ = nullptr;
+  std::map<std::string, std::uint32_t> values_, params_;
+  bool in_requirement_ = false;
+  std::map<std::string, std::uint32_t> req_values_, req_consts_;
+
+  void error(dsl::errc code, dsl::source_loc loc, std::string msg) {
+    diags.push_back(dsl::make_error(code, loc, std::move(msg)));
+  }
+
+  std::uint32_t slot_of(std::string const& name) {
+    auto const [it, fresh] = values_.emplace(name, static_cast<std::uint32_t>(op_->values.size()));
+    if (fresh) op_->values.push_back(name);
+    return it->second;
+  }
+  void collect_values(dsl::expr const& a) {
+    if (a.kind == dsl::expr_kind::value) slot_of(a.text);
+    if (a.kind == dsl::expr_kind::list)
+      for (auto const& x : a.args) collect_values(x);
+  }
+
+  /// A literal expression as an attr_value (dtype and other words stay words).
+  attr_value literal_attr(dsl::expr const& e, dsl::type_kind want) {
+    switch (e.kind) {
+      case dsl::expr_kind::int_literal:
+        if (want == dsl::type_kind::floating) return static_cast<double>(e.int_value);
+        return e.int_value;
+      case dsl::expr_kind::float_literal: return e.float_value;
+      case dsl::expr_kind::string_literal: return e.text;
+      case dsl::expr_kind::op_name: return static_cast<std::int64_t>(syms_.intern(e.text));
+      case dsl::expr_kind::name:
+        if (e.text == "true") return true;
+        if (e.text == "false") return false;
+        if (e.text == "none") return std::monostate{};
+        return e.text;
+      case dsl::expr_kind::list: {
+        bool any_float = false;
+        for (auto const& x : e.args) any_float = any_float || x.kind == dsl::expr_kind::float_literal;
+        if (any_float) {
+          std::vector<double> v;
+          for (auto const& x : e.args)
+            v.push_back(x.kind == dsl::expr_kind::float_literal ? x.float_value : static_cast<double>(x.int_value));
+          return v;
+        }
+        std::vector<std::int64_t> v;
+        for (auto const& x : e.args) v.push_back(x.int_value);
+        return v;
+      }
+      default: return std::monostate{};
+    }
+  }
+
+  pattern_arg compile_pattern_arg(dsl::expr const& a) {
+    pattern_arg pa;
+    switch (a.kind) {
+      case dsl::expr_kind::value:
+        pa.k = pattern_arg::kind::value;
+        pa.slot = slot_of(a.text);
+        break;
+      case dsl::expr_kind::wildcard: pa.k = pattern_arg::kind::wildcard; break;
+      case dsl::expr_kind::ellipsis: pa.k = pattern_arg::kind::ellipsis; break;
+      case dsl::expr_kind::param: {
+        pa.k = pattern_arg::kind::param;
+        pa.slot = params_.at(a.text);
+        op_->params[pa.slot].bound_by_match = true;
+        break;
+      }
+      case dsl::expr_kind::list: {
+        bool plain = true;
+        for (auto const& x : a.args)
+          plain = plain && (x.kind == dsl::expr_kind::int_literal || x.kind == dsl::expr_kind::float_literal);
+        if (plain) {
+          pa.k = pattern_arg::kind::literal;
+          pa.literal = literal_attr(a, dsl::type_kind::unknown);
+        } else {
+          pa.k = pattern_arg::kind::list;
+          for (auto const& x : a.args) pa.items.push_back(compile_pattern_arg(x));
+        }
+        break;
+      }
+      default:
+        pa.k = pattern_arg::kind::literal;
+        pa.literal = literal_attr(a, dsl::type_kind::unknown);
+        if (a.kind == dsl::expr_kind::name) pa.literal_kind = a.resolved.kind;
+        if (a.kind == dsl::expr_kind::op_name) pa.literal_kind = dsl::type_kind::op;
+        break;
+    }
+    return pa;
+  }
+
+  pattern_node compile_pattern_node(dsl::ir_node const& n) {
+    pattern_node pn;
+    switch (n.op.kind) {
+      case dsl::op_spec_kind::any: pn.how = pattern_node::op_kind::any; break;
+      case dsl::op_spec_kind::param:
+        pn.how = pattern_node::op_kind::param;
+        pn.param = params_.at(n.op.param.text);
+        op_->params[pn.param].bound_by_match = true;
+        break;
+      case dsl::op_spec_kind::names:
+        pn.how = pattern_node::op_kind::names;
+        for (auto const& s : n.op.names) pn.symbols.push_back(syms_.intern(s.text));
+        break;
+    }
+    for (auto const& a : n.args) {
+      if (a.kind == dsl::expr_kind::ellipsis) {
+        pn.ellipsis = true;
+        continue;
+      }
+      pn.args.push_back(compile_pattern_arg(a));
+    }
+    for (auto const& r : n.results) pn.results.push_back(slot_of(r.text));
+    return pn;
+  }
+
+  static void arg_slots(pattern_arg const& a, std::vector<std::uint32_t>& out) {
+    if (a.k == pattern_arg::kind::value) out.push_back(a.slot);
+    for (auto const& x : a.items) arg_slots(x, out);
+  }
+
+  /// Orders pattern nodes from the anchor outwards; prefers producer steps.
+  static void order_steps(compiled_operator& c) {
+    std::vector<bool> bound(c.pattern_value_count, false), placed(c.pattern.size(), false);
+    if (c.pattern_value_count) bound[c.anchor] = true;
+    for (std::size_t done = 0; done < c.pattern.size();) {
+      std::optional<match_step> best;
+      for (std::uint32_t i = 0; i < c.pattern.size() && !best; ++i) {
+        if (placed[i]) continue;
+        for (auto const r : c.pattern[i].results)
+          if (bound[r]) {
+            best = match_step{i, r, true};
+            break;
+          }
+      }
+      for (std::uint32_t i = 0; i < c.pattern.size() && !best; ++i) {
+        if (placed[i]) continue;
+        std::vector<std::uint32_t> s;
+        for (auto const& a : c.pattern[i].args) arg_slots(a, s);
+        for (auto const v : s)
+          if (bound[v]) {
+            best = match_step{i, v, false};
+            break;
+          }
+      }
+      if (!best) break;  // not connected (E043 was reported by check)
+      placed[best->node] = true;
+      ++done;
+      c.steps.push_back(*best);
+      auto const& pn = c.pattern[best->node];
+      for (auto const r : pn.results) bound[r] = true;
+      std::vector<std::uint32_t> s;
+      for (auto const& a : pn.args) arg_slots(a, s);
+      for (auto const v : s) bound[v] = true;
+    }
+  }
+
+  template_arg compile_template_arg(dsl::expr const& e) {
+    template_arg t;
+    t.type = e.resolved;
+    switch (e.kind) {
+      case dsl::expr_kind::value:
+        t.k = template_arg::kind::value;
+        t.slot = slot_of(e.text);
+        return t;
+      case dsl::expr_kind::param:
+        t.k = template_arg::kind::param;
+        t.slot = params_.at(e.text);
+        return t;
+      case dsl::expr_kind::int_literal:
+      case dsl::expr_kind::float_literal:
+      case dsl::expr_kind::string_literal:
+      case dsl::expr_kind::name:
+      case dsl::expr_kind::op_name:
+        t.k = template_arg::kind::constant;
+        t.constant = literal_attr(e, dsl::type_kind::unknown);
+        return t;
+      case dsl::expr_kind::list: {
+        bool plain = true;
+        for (auto const& x : e.args)
+          plain = plain && (x.kind == dsl::expr_kind::int_literal || x.kind == dsl::expr_kind::float_literal);
+        if (plain) {
+          t.k = template_arg::kind::constant;
+          t.constant = literal_attr(e, dsl::type_kind::unknown);
+          return t;
+        }
+        break;
+      }
+      default: break;
+    }
+    t.k = template_arg::kind::expr;
+    t.expr = compile_expr(e);
+    return t;
+  }
+
+  void compile_replacement(dsl::replace_block const& rb, replacement_template& out) {
+    for (auto const& n : rb.nodes) {
+      replacement_node rn;
+      if (n.op.kind == dsl::op_spec_kind::param) {
+        rn.op_param = params_.at(n.op.param.text);
+      } else if (!n.op.names.empty()) {
+        rn.op = n.op.names.front().text;
+        rn.op_symbol = syms_.intern(rn.op);
+        rn.helper = dsl::find_helper(rn.op) != nullptr;
+      }
+      for (auto const& a : n.args) rn.args.push_back(compile_template_arg(a));
+      for (auto const& r : n.results) rn.outputs.push_back(slot_of(r.text));
+      out.nodes.push_back(std::move(rn));
+    }
+    for (auto const& rw : rb.rewires) {
+      rewire_directive d;
+      d.source = slot_of(rw.source.text);
+      d.all = rw.all;
+      if (rw.which) d.which = compile_template_arg(*rw.which);
+      d.target = slot_of(rw.target.text);
+      out.rewires.push_back(std::move(d));
+    }
+    for (auto const& d : rb.deletes) out.deletes.push_back(slot_of(d.target.text));
+  }
+
+  // ---- expressions ---------------------------------------------------------------------------
+
+  std::uint32_t push(pnode n) {
+    prog_->nodes.push_back(n);
+    return static_cast<std::uint32_t>(prog_->nodes.size() - 1);
+  }
+  std::uint32_t emit_kids(std::vector<dsl::expr> const& args, pnode& n) {
+    std::vector<std::uint32_t> ks;
+    for (auto const& a : args) ks.push_back(emit(a));
+    n.first = static_cast<std::uint32_t>(prog_->kids.size());
+    n.count = static_cast<std::uint32_t>(ks.size());
+    prog_->kids.insert(prog_->kids.end(), ks.begin(), ks.end());
+    return n.first;
+  }
+
+  std::uint32_t emit(dsl::expr const& e) {
+    pnode n;
+    switch (e.kind) {
+      case dsl::expr_kind::int_literal: n.lit = val::integer(e.int_value); return push(n);
+      case dsl::expr_kind::float_literal: n.lit = val::floating(e.float_value); return push(n);
+      case dsl::expr_kind::string_literal: {
+        prog_->strings->push_back(e.text);
+        n.lit.k = vk::string;
+        n.lit.s = prog_->strings->back();
+        return push(n);
+      }
+      case dsl::expr_kind::name: n.lit = word_value(e.text); return push(n);
+      case dsl::expr_kind::op_name: n.lit = val::code(vk::op, syms_.intern(e.text)); return push(n);
+      case dsl::expr_kind::value: {
+        n.op = pop::value;
+        if (in_requirement_) {
+          auto const it = req_values_.find(e.text);
+          n.slot = it == req_values_.end() ? 0 : it->second;
+        } else {
+          n.slot = slot_of(e.text);
+        }
+        prog_->slots.push_back(n.slot);
+        return push(n);
+      }
+      case dsl::expr_kind::param: {
+        n.op = pop::param;
+        if (in_requirement_) {
+          auto const it = req_consts_.find(e.text);
+          n.slot = it == req_consts_.end() ? 0 : it->second;
+        } else {
+          auto const it = params_.find(e.text);
+          n.slot = it == params_.end() ? 0 : it->second;
+        }
+        return push(n);
+      }
+      case dsl::expr_kind::list:
+      case dsl::expr_kind::set:
+        n.op = pop::list;
+        emit_kids(e.args, n);
+        return push(n);
+      case dsl::expr_kind::call: {
+        if (auto const* b = dsl::find_builtin(e.text)) {
+          n.op = pop::call;
+          n.fn = static_cast<bfn>(b - dsl::builtins.data());
+          if (b->use == dsl::builtin_use::state) prog_->reads_state = true;
+          emit_kids(e.args, n);
+          return push(n);
+        }
+        n.op = pop::ext;
+        auto fn = ext_.find(e.text);
+        if (!fn) error(dsl::errc::unknown_builtin, e.loc, "extern '" + e.text + "' is not registered with the matcher");
+        prog_->reads_state = true;
+        n.slot = static_cast<std::uint32_t>(prog_->externs.size());
+        prog_->externs.push_back(std::move(fn));
+        emit_kids(e.args, n);
+        return push(n);
+      }
+      case dsl::expr_kind::index:
+        n.op = pop::index;
+        n.a = emit(e.args[0]);
+        n.b = emit(e.args[1]);
+        return push(n);
+      case dsl::expr_kind::unary:
+        n.op = e.op == dsl::op_code::logical_not ? pop::lnot : pop::neg;
+        n.a = emit(e.args[0]);
+        return push(n);
+      case dsl::expr_kind::binary: {
+        switch (e.op) {
+          case dsl::op_code::logical_or: n.op = pop::lor; break;
+          case dsl::op_code::logical_and: n.op = pop::land; break;
+          case dsl::op_code::eq: n.op = pop::eq; break;
+          case dsl::op_code::ne: n.op = pop::ne; break;
+          case dsl::op_code::lt: n.op = pop::lt; break;
+          case dsl::op_code::le: n.op = pop::le; break;
+          case dsl::op_code::gt: n.op = pop::gt; break;
+          case dsl::op_code::ge: n.op = pop::ge; break;
+          case dsl::op_code::in: n.op = pop::in; break;
+          case dsl::op_code::add: n.op = pop::add; break;
+          case dsl::op_code::sub: n.op = pop::sub; break;
+          case dsl::op_code::mul: n.op = pop::mul; break;
+          case dsl::op_code::div: n.op = pop::div; break;
+          case dsl::op_code::mod: n.op = pop::mod; break;
+          default: n.op = pop::lit; return push(n);
+        }
+        n.a = emit(e.args[0]);
+        n.b = emit(e.args[1]);
+        return push(n);
+      }
+      case dsl::expr_kind::wildcard:
+      case dsl::expr_kind::ellipsis: return push(n);  // fault literal (rejected by check)
+    }
+    return push(n);
+  }
+
+  // ---- prefilter ----------------------------------------------------------------------------
+
+  static bool is_anchor_call(dsl::expr const& e, char const* fn, std::string const& anchor) {
+    return e.kind == dsl::expr_kind::call && e.text == fn && e.args.size() == 1 &&
+           e.args[0].kind == dsl::expr_kind::value && e.args[0].text == anchor;
+  }
+  static void conjuncts(dsl::expr const& e, std::vector<dsl::expr const*>& out) {
+    if (e.kind == dsl::expr_kind::binary && e.op == dsl::op_code::logical_and) {
+      conjuncts(e.args[0], out);
+      conjuncts(e.args[1], out);
+    } else {
+      out.push_back(&e);
+    }
+  }
+  static bool mentions_only(dsl::expr const& e, std::string const& v) {
+    if (e.kind == dsl::expr_kind::value) return e.text == v;
+    if (e.kind == dsl::expr_kind::param) return false;
+    if (e.kind == dsl::expr_kind::call && !dsl::find_builtin(e.text)) return false;
+    for (auto const& a : e.args)
+      if (!mentions_only(a, v)) return false;
+    return true;
+  }
+  static bool reads_state(dsl::expr const& e) {
+    if (e.kind == dsl::expr_kind::call) {
+      auto const* b = dsl::find_builtin(e.text);
+      if (!b || b->use == dsl::builtin_use::state) return true;
+    }
+    for (auto const& a : e.args)
+      if (reads_state(a)) return true;
+    return false;
+  }
+  static bool mentions(dsl::expr const& e, std::string const& v) {
+    if (e.kind == dsl::expr_kind::value) return e.text == v;
+    for (auto const& a : e.args)
+      if (mentions(a, v)) return true;
+    return false;
+  }
+
+  void build_prefilter(dsl::operator_decl const& op, compiled_operator& c) {
+    auto& p = c.pre;
+    std::string const anchor = c.values.empty() ? std::string() : c.values[c.anchor];
+    // Pattern: the producer of the anchor, and the pattern nodes reading it.
+    std::uint16_t readers = 0;
+    for (auto const& pn : c.pattern) {
+      for (auto const r : pn.results)
+        if (r == c.anchor) {
+          p.need_producer = true;
+          if (pn.how == pattern_node::op_kind::names) {
+            p.any_producer = false;
+            for (auto const s : pn.symbols) p.producer_mask[(s & 255) >> 6] |= std::uint64_t{1} << (s & 63);
+          }
+        }
+      std::vector<std::uint32_t> s;
+      for (auto const& a : pn.args) arg_slots(a, s);
+      if (std::find(s.begin(), s.end(), c.anchor) != s.end()) ++readers;
+    }
+    p.min_uses = readers;
+    if (op.pattern)
+      for (auto const& cond : op.pattern->conditions) {
+        std::vector<dsl::expr const*> cs;
+        conjuncts(cond, cs);
+        for (auto const* x : cs) {
+          if (x->kind != dsl::expr_kind::binary || x->args[1].kind != dsl::expr_kind::int_literal) continue;
+          bool const lhs = is_anchor_call(x->args[0], "uses", anchor) || is_anchor_call(x->args[0], "consumers", anchor);
+          if (!lhs) continue;
+          std::int64_t k = x->args[1].int_value;
+          if (x->op == dsl::op_code::gt) ++k;
+          if (x->op != dsl::op_code::ge && x->op != dsl::op_code::gt && x->op != dsl::op_code::eq) continue;
+          if (k > 0) p.min_uses = std::max<std::uint16_t>(p.min_uses, static_cast<std::uint16_t>(std::min<std::int64_t>(k, 65535)));
+        }
+      }
+    // Input: conjuncts over the anchor alone.
+    if (!op.require_input) return;
+    for (auto const& cond : op.require_input->conditions) {
+      std::vector<dsl::expr const*> cs;
+      conjuncts(cond, cs);
+      for (auto const* x : cs) {
+        if (!mentions_only(*x, anchor) || !mentions(*x, anchor) || !reads_state(*x)) continue;
+        p.need_state = true;
+        if (is_anchor_call(*x, "aliased", anchor)) p.need_aliased = true;
+        if (is_anchor_call(*x, "is_floating", anchor))
+          p.dtype_mask &= (1u << static_cast<int>(state::dtype::f16)) | (1u << static_cast<int>(state::dtype::bf16)) |
+                          (1u << static_cast<int>(state::dtype::f32)) | (1u << static_cast<int>(state::dtype::f64));
+        if (x->kind != dsl::expr_kind::binary) continue;
+        auto const& l = x->args[0];
+        auto const& r = x->args[1];
+        if (is_anchor_call(l, "rank", anchor)) {
+          std::uint64_t m = 0;
+          if (x->op == dsl::op_code::eq && r.kind == dsl::expr_kind::int_literal && r.int_value >= 0 && r.int_value < 63)
+            m = std::uint64_t{1} << r.int_value;
+          else if (x->op == dsl::op_code::in && (r.kind == dsl::expr_kind::set || r.kind == dsl::expr_kind::list)) {
+            for (auto const& v : r.args)
+              if (v.kind == dsl::expr_kind::int_literal && v.int_value >= 0 && v.int_value < 63)
+                m |= std::uint64_t{1} << v.int_value;
+              else
+                m = ~std::uint64_t{0};
+          } else {
+            continue;
+          }
+          p.rank_mask &= m;
+        }
+        if (is_anchor_call(l, "dtype", anchor)) {
+          std::uint32_t m = 0;
+          auto add = [&](dsl::expr const& v) {
+            auto const d = v.kind == dsl::expr_kind::name ? dtype_of_word(v.text) : std::nullopt;
+            if (d) m |= 1u << static_cast<int>(*d);
+            else m = ~0u;
+          };
+          if (x->op == dsl::op_code::eq) add(r);
+          else if (x->op == dsl::op_code::in && (r.kind == dsl::expr_kind::set || r.kind == dsl::expr_kind::list))
+            for (auto const& v : r.args) add(v);
+          else
+            continue;
+          p.dtype_mask &= m;
+        }
+      }
+    }
+  }
+};
+
+}  // namespace detail
+
+/// Compiles a checked module (`dsl::parse` reported no error). Diagnostics: E009 for an
+/// extern the registry lacks; E000 for an internal failure. Never throws.
+/// Complexity: linear in the size of the module.
+[[nodiscard]] inline compile_result compile(dsl::module const& m, symbol_table& symbols,
+                                            extern_registry const& externs) noexcept {
+  compile_result r;
+  try {
+    detail::compiler c(symbols, externs, m.file_name);
+    for (auto const& op : m.operators) r.operators.push_back(c.compile_operator(op));
+    for (auto const& rq : m.requirements) {
+      auto cr = c.compile_requirement(rq);
+      r.requirements.by_op[symbols.intern(cr.op)].push_back(std::move(cr));
+    }
+    r.diagnostics = std::move(c.diags);
+  } catch (std::exception const& e) {
+    try {
+      r.diagnostics.push_back(dsl::make_error(dsl::errc::internal, {}, std::string("internal error: ") + e.what()));
+    } catch (...) {
+    }
+  } catch (...) {
+  }
+  return r;
+}
+
+// ---- parameter sampling ----------------------------------------------------------------------
+
+/// A small, fast generator (SplitMix64) for per-candidate parameter samples: seeding is O(1),
+/// unlike std::mt19937_64. Satisfies UniformRandomBitGenerator.
+struct splitmix64 {
+  using result_type = std::uint64_t;
+  std::uint64_t state = 0;
+  explicit splitmix64(std::uint64_t seed = 0) noexcept : state(seed) {}
+  static constexpr result_type min() noexcept { return 0; }
+  static constexpr result_type max() noexcept { return ~result_type{0}; }
+  result_type operator()() noexcept {
+    std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+};
+
+/// Draws every parameter of `op` that is not bound by matching, uniformly from its domain,
+/// into `params[i]` (which must have `op.params.size()` entries). Parameters bound by
+/// matching are left as they are. Allocation-free for int/float/bool/op parameters and for
+/// short words (small-string optimisation).
+template <class URBG>
+void sample_params(compiled_operator const& op, URBG& rng, std::vector<attr_value>& params) {
+  for (std::size_t i = 0; i < op.params.size(); ++i) {
+    auto const& p = op.params[i];
+    if (p.bound_by_match) continue;
+    if (p.domain == dsl::domain_kind::set && !p.members.empty()) {
+      std::uniform_int_distribution<std::size_t> d(0, p.members.size() - 1);
+      params[i] = p.members[d(rng)];
+    } else if (p.domain == dsl::domain_kind::range) {
+      if (p.type.kind == dsl::type_kind::integer && std::holds_alternative<std::int64_t>(p.lo)) {
+        std::uniform_int_distribution<std::int64_t> d(std::get<std::int64_t>(p.lo), std::get<std::int64_t>(p.hi));
+        params[i] = d(rng);
+      } else {
+        auto num = [](attr_value const& v) {
+          if (auto const* x = std::get_if<double>(&v)) return *x;
+          if (auto const* x = std::get_if<std::int64_t>(&v)) return static_cast<double>(*x);
+          return 0.0;
+        };
+        std::uniform_real_distribution<double> d(num(p.lo), num(p.hi));
+        params[i] = d(rng);
+      }
+    }
+  }
+}
+
+/// Convenience: a fresh parameter vector with the sampled parameters drawn.
+template <class URBG>
+[[nodiscard]] std::vector<attr_value> sample_params(compiled_operator const& op, URBG& rng) {
+  std::vector<attr_value> params(op.params.size());
+  sample_params(op, rng, params);
+  return params;
+}
+
+}  // namespace tfg::match

@@ -1,0 +1,1060 @@
+#pragma once
+/// \file
+/// Evaluation of compiled operators over a `match_adapter`: constraint programs over F(e)
+/// for every profiling run, the pattern matcher around an anchor edge, the staged candidate
+/// check of dsl/spec.md section 10, and requirement R(v) evaluation.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "tfg/match/adapter.hpp"
+#include "tfg/match/compile.hpp"
+#include "tfg/match/program.hpp"
+
+namespace tfg::match {
+
+/// Supplies F for edges that exist only in the instantiated replacement (the local
+/// execution probe of dsl/spec.md section 10).
+class probe_source {
+ public:
+  virtual ~probe_source() = default;
+  /// F of replacement value `slot` (an index into `compiled_operator::values`), or null
+  /// when the probe did not produce it.
+  [[nodiscard]] virtual state::edge_profile const* profile(std::uint32_t slot) const = 0;
+};
+
+/// Reusable buffers of the evaluator and matcher; one per thread. After warm-up, evaluating
+/// a rejected pair allocates nothing.
+struct workspace {
+  std::vector<val> scratch;
+  std::vector<val> stack;
+  struct undo {
+    std::uint8_t what;  // 0 value, 1 node, 2 param
+    std::uint32_t slot;
+  };
+  std::vector<undo> log;
+  std::vector<extern_arg> ext_args;
+  std::uint64_t type_faults = 0;  ///< run-time type mismatches seen (requirements, `$p`)
+};
+
+namespace detail {
+
+inline std::int64_t code_of_memfmt(std::string_view w) {
+  constexpr std::string_view fmts[] = {"contiguous_format", "channels_last_format", "channels_last_3d_format",
+                                       "preserve_format"};
+  for (std::size_t i = 0; i < 4; ++i)
+    if (fmts[i] == w) return static_cast<std::int64_t>(i);
+  return -1;
+}
+
+inline double dtype_max_of(state::dtype d) {
+  using state::dtype;
+  switch (d) {
+    case dtype::f16: return 65504.0;
+    case dtype::bf16: return 3.3895313892515355e38;
+    case dtype::f32: return static_cast<double>(std::numeric_limits<float>::max());
+    case dtype::f64: return std::numeric_limits<double>::max();
+    case dtype::i8: return 127;
+    case dtype::u8: return 255;
+    case dtype::i16: return 32767;
+    case dtype::i32: return 2147483647.0;
+    case dtype::i64: return 9223372036854775807.0;
+    case dtype::boolean: return 1;
+    default: return std::numeric_limits<double>::quiet_NaN();
+  }
+}
+inline double dtype_tiny_of(state::dtype d) {
+  using state::dtype;
+  switch (d) {
+    case dtype::f16: return 6.103515625e-05;
+    case dtype::bf16: return 1.1754943508222875e-38;
+    case dtype::f32: return static_cast<double>(std::numeric_limits<float>::min());
+    case dtype::f64: return std::numeric_limits<double>::min();
+    default: return 1;
+  }
+}
+
+/// The environment of one evaluation: where value slots, parameters and states come from.
+template <class A>
+struct env {
+  A const& adapter;
+  std::span<const edge_id> values;                 ///< slot -> edge (no_edge: absent)
+  std::span<const attr_value> params;              ///< param slot -> value
+  std::vector<compiled_param> const* param_info = nullptr;  ///< operator params (null: requirement)
+  std::span<const std::pair<std::uint32_t, std::uint32_t>> lists;  ///< requirement list slots
+  std::span<const edge_id> list_edges;
+  std::uint32_t probe_from = UINT32_MAX;           ///< first slot served by `probe`
+  probe_source const* probe = nullptr;
+  edge_id subst_from = graph::no_edge;             ///< requirement: read `subst_to` for this edge
+  state::edge_profile const* subst_to = nullptr;
+
+  state::edge_profile const* profile(std::uint32_t slot, edge_id e) const {
+    if (probe && slot >= probe_from && slot != UINT32_MAX) return probe->profile(slot);
+    if (e == graph::no_edge) return nullptr;
+    if (e == subst_from && subst_to) return subst_to;
+    return &adapter.profile(e);
+  }
+  state::tensor_state const* state(val const& t, std::size_t run) const {
+    if (t.k != vk::tensor) return nullptr;
+    auto const* p = profile(t.slot, t.e);
+    if (!p || run >= p->runs.size()) return nullptr;
+    return &p->runs[run];
+  }
+};
+
+/// Converts an attr_value to a val of the declared type (for parameters).
+inline val from_attr(attr_value const& a, dsl::type_kind want, std::vector<val>& scratch) {
+  return std::visit(
+      [&](auto const& x) -> val {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, std::monostate>) {
+          val v;
+          v.k = vk::none;
+          return v;
+        } else if constexpr (std::is_same_v<T, bool>) {
+          return val::boolean(x);
+        } else if constexpr (std::is_same_v<T, std::int64_t>) {
+          if (want == dsl::type_kind::op) return val::code(vk::op, x);
+          if (want == dsl::type_kind::floating) return val::floating(static_cast<double>(x));
+          return val::integer(x);
+        } else if constexpr (std::is_same_v<T, double>) {
+          return val::floating(x);
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          val w = word_value(x);
+          if (w.k != vk::fault && want != dsl::type_kind::string) return w;
+          val v;
+          v.k = vk::string;
+          v.s = x;
+          return v;
+        } else {
+          val v;
+          v.k = vk::list;
+          v.off = static_cast<std::uint32_t>(scratch.size());
+          v.len = static_cast<std::uint32_t>(x.size());
+          for (auto const& y : x) {
+            if constexpr (std::is_same_v<T, std::vector<double>>) scratch.push_back(val::floating(y));
+            else scratch.push_back(val::integer(y));
+          }
+          return v;
+        }
+      },
+      a);
+}
+
+inline bool numeric(val const& v) { return v.k == vk::integer || v.k == vk::floating; }
+inline double as_double(val const& v) { return v.k == vk::integer ? static_cast<double>(v.i) : v.f; }
+
+inline bool equal(val const& a, val const& b, std::vector<val> const& s) {
+  if (numeric(a) && numeric(b)) {
+    if (a.k == vk::integer && b.k == vk::integer) return a.i == b.i;
+    return as_double(a) == as_double(b);
+  }
+  if (a.k != b.k) return false;
+  switch (a.k) {
+    case vk::none: return true;
+    case vk::boolean: return a.b == b.b;
+    case vk::string: return a.s == b.s;
+    case vk::dtype:
+    case vk::device:
+    case vk::layout:
+    case vk::memfmt:
+    case vk::op: return a.i == b.i;
+    case vk::tensor: return a.e == b.e && a.slot == b.slot;
+    case vk::list:
+      if (a.len != b.len) return false;
+      for (std::uint32_t i = 0; i < a.len; ++i)
+        if (!equal(s[a.off + i], s[b.off + i], s)) return false;
+      return true;
+    default: return false;
+  }
+}
+
+inline bool broadcast_ok(std::vector<std::int64_t> const& a, std::vector<std::int64_t> const& b) {
+  std::size_t const n = std::max(a.size(), b.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    std::int64_t const x = i < a.size() ? a[a.size() - 1 - i] : 1;
+    std::int64_t const y = i < b.size() ? b[b.size() - 1 - i] : 1;
+    if (x != y && x != 1 && y != 1) return false;
+  }
+  return true;
+}
+
+template <class A>
+val list_of_ints(std::vector<std::int64_t> const& xs, std::vector<val>& s) {
+  val v;
+  v.k = vk::list;
+  v.off = static_cast<std::uint32_t>(s.size());
+  v.len = static_cast<std::uint32_t>(xs.size());
+  for (auto const x : xs) s.push_back(val::integer(x));
+  return v;
+}
+
+template <class A>
+#if defined(__GNUC__)
+[[gnu::noinline]]
+#endif
+val call_builtin(bfn fn, std::span<const val> a, env<A> const& E, std::size_t run, workspace& ws) {
+  auto& s = ws.scratch;
+  auto const& g = E.adapter.graph();
+  auto st = [&](std::size_t i) { return E.state(a[i], run); };
+  auto tensor_edge = [&](std::size_t i) -> edge_id {
+    if (a[i].k != vk::tensor || (E.probe && a[i].slot >= E.probe_from && a[i].slot != UINT32_MAX)) return graph::no_edge;
+    return a[i].e;
+  };
+  switch (fn) {
+    // ---- state
+    case bfn::rank: { auto const* t = st(0); return t ? val::integer(t->rank()) : val::fault(); }
+    case bfn::shape: { auto const* t = st(0); return t ? list_of_ints<A>(t->shape, s) : val::fault(); }
+    case bfn::strides: { auto const* t = st(0); return t ? list_of_ints<A>(t->strides, s) : val::fault(); }
+    case bfn::dim: {
+      auto const* t = st(0);
+      if (!t || a[1].k != vk::integer) return val::fault();
+      std::int64_t i = a[1].i;
+      if (i < 0) i += t->rank();
+      if (i < 0 || i >= t->rank()) return val::fault();
+      return val::integer(t->shape[static_cast<std::size_t>(i)]);
+    }
+    case bfn::numel: { auto const* t = st(0); return t ? val::integer(t->numel) : val::fault(); }
+    case bfn::dtype: { auto const* t = st(0); return t ? val::code(vk::dtype, static_cast<std::int64_t>(t->type)) : val::fault(); }
+    case bfn::is_floating: { auto const* t = st(0); return t ? val::boolean(state::is_floating(t->type)) : val::fault(); }
+    case bfn::device: { auto const* t = st(0); return t ? val::code(vk::device, static_cast<std::int64_t>(t->device.kind)) : val::fault(); }
+    case bfn::layout: { auto const* t = st(0); return t ? val::code(vk::layout, static_cast<std::int64_t>(t->tensor_layout)) : val::fault(); }
+    case bfn::contiguous: { auto const* t = st(0); return t ? val::boolean(t->contiguous) : val::fault(); }
+    case bfn::channels_last: { auto const* t = st(0); return t ? val::boolean(t->format == state::memory_format::channels_last) : val::fault(); }
+    case bfn::storage_offset: { auto const* t = st(0); return t ? val::integer(t->storage_offset) : val::fault(); }
+    case bfn::aliased: { auto const* t = st(0); return t ? val::boolean(t->aliased()) : val::fault(); }
+    case bfn::same_storage: {
+      auto const *x = st(0), *y = st(1);
+      return x && y ? val::boolean(x->storage_group == y->storage_group) : val::fault();
+    }
+    case bfn::finite: { auto const* t = st(0); return t ? val::boolean(t->numbers.finite()) : val::fault(); }
+    case bfn::has_nan: { auto const* t = st(0); return t ? val::boolean(t->numbers.nan_count > 0) : val::fault(); }
+    case bfn::has_inf: { auto const* t = st(0); return t ? val::boolean(t->numbers.inf_count > 0) : val::fault(); }
+    case bfn::min: { auto const* t = st(0); return t ? val::floating(t->numbers.min) : val::fault(); }
+    case bfn::max: { auto const* t = st(0); return t ? val::floating(t->numbers.max) : val::fault(); }
+    case bfn::mean: { auto const* t = st(0); return t ? val::floating(t->numbers.mean) : val::fault(); }
+    case bfn::max_abs: { auto const* t = st(0); return t ? val::floating(t->numbers.max_abs()) : val::fault(); }
+    case bfn::zeros: { auto const* t = st(0); return t ? val::integer(static_cast<std::int64_t>(t->numbers.zero_count)) : val::fault(); }
+    case bfn::equal_values: {
+      auto const *x = st(0), *y = st(1);
+      if (!x || !y) return val::fault();
+      return val::boolean(x->shape == y->shape && x->type == y->type &&
+                          x->numbers.content_hash == y->numbers.content_hash);
+    }
+    case bfn::requires_grad: { auto const* t = st(0); return t ? val::boolean(t->requires_grad) : val::fault(); }
+    case bfn::broadcastable: {
+      auto const *x = st(0), *y = st(1);
+      return x && y ? val::boolean(broadcast_ok(x->shape, y->shape)) : val::fault();
+    }
+    // ---- structural
+    case bfn::uses: {
+      auto const e = tensor_edge(0);
+      if (e == graph::no_edge) return val::fault();
+      return val::integer(static_cast<std::int64_t>(std::ranges::distance(g.consumers(e))));
+    }
+    case bfn::consumers: {
+      auto const e = tensor_edge(0);
+      if (e == graph::no_edge) return val::fault();
+      std::int64_t n = 0;
+      auto const us = g.consumers(e);
+      for (auto it = us.begin(); it != us.end(); ++it) {
+        bool seen = false;
+        for (auto jt = us.begin(); jt != it; ++jt) seen = seen || (*jt).node == (*it).node;
+        if (!seen) ++n;
+      }
+      return val::integer(n);
+    }
+    case bfn::op: {
+      auto const e = tensor_edge(0);
+      if (e == graph::no_edge) return val::fault();
+      auto const p = g.producer(e);
+      return val::code(vk::op, p == graph::no_node ? 0 : static_cast<std::int64_t>(E.adapter.op_symbol(p)));
+    }
+    case bfn::is_input: {
+      auto const e = tensor_edge(0);
+      return e == graph::no_edge ? val::fault() : val::boolean(g.producer(e) == graph::no_node);
+    }
+    case bfn::is_output: {
+      auto const e = tensor_edge(0);
+      if (e == graph::no_edge) return val::fault();
+      for (auto const o : g.graph_outputs())
+        if (o == e) return val::boolean(true);
+      return val::boolean(false);
+    }
+    case bfn::is_none: return a[0].k == vk::tensor ? val::boolean(a[0].e == graph::no_edge) : val::fault();
+    // ---- pure
+    case bfn::len: return a[0].k == vk::list ? val::integer(a[0].len) : val::fault();
+    case bfn::prod: {
+      if (a[0].k != vk::list) return val::fault();
+      std::int64_t p = 1;
+      for (std::uint32_t i = 0; i < a[0].len; ++i) {
+        auto const& x = s[a[0].off + i];
+        if (x.k != vk::integer) return val::fault();
+        p *= x.i;
+      }
+      return val::integer(p);
+    }
+    case bfn::abs: return numeric(a[0]) ? val::floating(std::fabs(as_double(a[0]))) : val::fault();
+    case bfn::pow2: return a[0].k == vk::integer ? val::floating(std::ldexp(1.0, static_cast<int>(a[0].i))) : val::fault();
+    case bfn::dtype_max: return a[0].k == vk::dtype ? val::floating(dtype_max_of(static_cast<state::dtype>(a[0].i))) : val::fault();
+    case bfn::dtype_tiny: return a[0].k == vk::dtype ? val::floating(dtype_tiny_of(static_cast<state::dtype>(a[0].i))) : val::fault();
+    case bfn::count:
+    case bfn::nodes: return val::fault();  // expect blocks only (the lead's example runner)
+  }
+  return val::fault();
+}
+
+template <class A>
+val eval_node(program const& p, std::uint32_t idx, env<A> const& E, std::size_t run, workspace& ws);
+
+/// A value node or literal evaluated without recursion (the common leaves); false otherwise.
+template <class A>
+#if defined(__GNUC__)
+[[gnu::always_inline]]
+#endif
+inline bool eval_leaf(program const& p, std::uint32_t idx, env<A> const& E, val& out) {
+  pnode const& n = p.nodes[idx];
+  if (n.op == pop::lit) {
+    out = n.lit;
+    return true;
+  }
+  if (n.op == pop::value && (E.lists.empty() || n.slot >= E.lists.size() || E.lists[n.slot].second == UINT32_MAX)) {
+    out = val{};
+    out.k = vk::tensor;
+    out.slot = n.slot;
+    out.e = n.slot < E.values.size() ? E.values[n.slot] : graph::no_edge;
+    return true;
+  }
+  return false;
+}
+
+template <class A>
+val eval_node(program const& p, std::uint32_t idx, env<A> const& E, std::size_t run, workspace& ws) {
+  pnode const& n = p.nodes[idx];
+  auto& s = ws.scratch;
+  switch (n.op) {
+    case pop::lit: return n.lit;
+    case pop::value: {
+      if (!E.lists.empty() && n.slot < E.lists.size() && E.lists[n.slot].second != UINT32_MAX) {
+        auto const [off, len] = E.lists[n.slot];
+        val v;
+        v.k = vk::list;
+        v.off = static_cast<std::uint32_t>(s.size());
+        v.len = len;
+        for (std::uint32_t i = 0; i < len; ++i) {
+          val t;
+          t.k = vk::tensor;
+          t.e = E.list_edges[off + i];
+          s.push_back(t);
+        }
+        return v;
+      }
+      val v;
+      v.k = vk::tensor;
+      v.slot = n.slot;
+      v.e = n.slot < E.values.size() ? E.values[n.slot] : graph::no_edge;
+      return v;
+    }
+    case pop::param: {
+      if (n.slot >= E.params.size()) return val::fault();
+      auto const want = E.param_info ? (*E.param_info)[n.slot].type.kind : dsl::type_kind::unknown;
+      return from_attr(E.params[n.slot], want, s);
+    }
+    case pop::list: {
+      // Evaluate items first (they may push to scratch), then copy them contiguously.
+      std::size_t const mark = ws.stack.size();
+      for (std::uint32_t i = 0; i < n.count; ++i) ws.stack.push_back(eval_node(p, p.kids[n.first + i], E, run, ws));
+      val v;
+      v.k = vk::list;
+      v.off = static_cast<std::uint32_t>(s.size());
+      v.len = n.count;
+      for (std::uint32_t i = 0; i < n.count; ++i) s.push_back(ws.stack[mark + i]);
+      ws.stack.resize(mark);
+      return v;
+    }
+    case pop::call: {
+      if (n.count == 1) {
+        val x;
+        if (eval_leaf(p, p.kids[n.first], E, x)) return call_builtin(n.fn, std::span<const val>(&x, 1), E, run, ws);
+      }
+      std::size_t const mark = ws.stack.size();
+      for (std::uint32_t i = 0; i < n.count; ++i) {
+        val const x = eval_node(p, p.kids[n.first + i], E, run, ws);
+        if (x.k == vk::fault && n.fn != bfn::is_none) {
+          ws.stack.resize(mark);
+          return val::fault();
+        }
+        ws.stack.push_back(x);
+      }
+      val const r = call_builtin(n.fn, std::span<const val>(ws.stack.data() + mark, n.count), E, run, ws);
+      ws.stack.resize(mark);
+      return r;
+    }
+    case pop::ext: {
+      auto const& fn = p.externs[n.slot];
+      if (!fn) return val::fault();
+      std::size_t const mark = ws.ext_args.size();  // nested extern calls stack up here
+      for (std::uint32_t i = 0; i < n.count; ++i) {
+        val const x = eval_node(p, p.kids[n.first + i], E, run, ws);
+        extern_arg ea;
+        switch (x.k) {
+          case vk::tensor: ea.edge = x.e; ea.state = E.state(x, run); break;
+          case vk::boolean: ea.value = x.b; break;
+          case vk::integer: ea.value = x.i; break;
+          case vk::floating: ea.value = x.f; break;
+          case vk::string: ea.value = std::string(x.s); break;
+          case vk::fault: ws.ext_args.resize(mark); return val::fault();
+          default: ea.value = x.i; break;
+        }
+        ws.ext_args.push_back(std::move(ea));
+      }
+      auto const r = (*fn)(std::span<const extern_arg>(ws.ext_args.data() + mark, n.count));
+      ws.ext_args.resize(mark);
+      if (!r) return val::fault();
+      if (auto const* b = std::get_if<bool>(&*r)) return val::boolean(*b);
+      if (auto const* i = std::get_if<std::int64_t>(&*r)) return val::integer(*i);
+      if (auto const* d = std::get_if<double>(&*r)) return val::floating(*d);
+      return val::fault();
+    }
+    case pop::index: {
+      val const b = eval_node(p, n.a, E, run, ws);
+      val const i = eval_node(p, n.b, E, run, ws);
+      if (b.k != vk::list || i.k != vk::integer) return ++ws.type_faults, val::fault();
+      std::int64_t k = i.i < 0 ? i.i + b.len : i.i;
+      if (k < 0 || k >= b.len) return val::fault();
+      return s[b.off + static_cast<std::uint32_t>(k)];
+    }
+    case pop::lnot: {
+      val const x = eval_node(p, n.a, E, run, ws);
+      return x.k == vk::boolean ? val::boolean(!x.b) : val::fault();
+    }
+    case pop::neg: {
+      val const x = eval_node(p, n.a, E, run, ws);
+      if (x.k == vk::integer) return val::integer(-x.i);
+      if (x.k == vk::floating) return val::floating(-x.f);
+      return ++ws.type_faults, val::fault();
+    }
+    case pop::lor:
+    case pop::land: {
+      val const x = eval_node(p, n.a, E, run, ws);
+      bool const want = n.op == pop::lor;
+      if (x.k == vk::boolean && x.b == want) return x;  // short circuit
+      val const y = eval_node(p, n.b, E, run, ws);
+      if (x.k == vk::boolean && y.k == vk::boolean) return val::boolean(want ? (x.b || y.b) : (x.b && y.b));
+      // A faulted side does not matter when the other decides.
+      if (y.k == vk::boolean && y.b == want) return y;
+      return val::fault();
+    }
+    default: break;
+  }
+  // Binary value operators.
+  val x, y;
+  if (!eval_leaf(p, n.a, E, x)) x = eval_node(p, n.a, E, run, ws);
+  if (!eval_leaf(p, n.b, E, y)) y = eval_node(p, n.b, E, run, ws);
+  if (x.k == vk::fault || y.k == vk::fault) return val::fault();
+  switch (n.op) {
+    case pop::eq: return val::boolean(equal(x, y, s));
+    case pop::ne: return val::boolean(!equal(x, y, s));
+    case pop::in: {
+      if (y.k != vk::list) return ++ws.type_faults, val::fault();
+      for (std::uint32_t i = 0; i < y.len; ++i)
+        if (equal(x, s[y.off + i], s)) return val::boolean(true);
+      return val::boolean(false);
+    }
+    default: break;
+  }
+  if (!numeric(x) || !numeric(y)) return ++ws.type_faults, val::fault();
+  bool const ints = x.k == vk::integer && y.k == vk::integer;
+  switch (n.op) {
+    case pop::lt: return val::boolean(ints ? x.i < y.i : as_double(x) < as_double(y));
+    case pop::le: return val::boolean(ints ? x.i <= y.i : as_double(x) <= as_double(y));
+    case pop::gt: return val::boolean(ints ? x.i > y.i : as_double(x) > as_double(y));
+    case pop::ge: return val::boolean(ints ? x.i >= y.i : as_double(x) >= as_double(y));
+    case pop::add: return ints ? val::integer(x.i + y.i) : val::floating(as_double(x) + as_double(y));
+    case pop::sub: return ints ? val::integer(x.i - y.i) : val::floating(as_double(x) - as_double(y));
+    case pop::mul: return ints ? val::integer(x.i * y.i) : val::floating(as_double(x) * as_double(y));
+    case pop::div: return as_double(y) == 0 ? val::fault() : val::floating(as_double(x) / as_double(y));
+    case pop::mod:
+      if (!ints || y.i == 0) return val::fault();
+      return val::integer(x.i % y.i);
+    default: return val::fault();
+  }
+}
+
+/// Number of runs a program must be evaluated on: the most runs among the tensors it names.
+template <class A>
+std::size_t run_count(program const& p, env<A> const& E) {
+  std::size_t r = 0;
+  for (auto const s : p.slots) {
+    if (!E.lists.empty() && s < E.lists.size() && E.lists[s].second != UINT32_MAX) {
+      for (std::uint32_t i = 0; i < E.lists[s].second; ++i)
+        if (auto const* pr = E.profile(UINT32_MAX, E.list_edges[E.lists[s].first + i])) r = std::max(r, pr->runs.size());
+      continue;
+    }
+    auto const e = s < E.values.size() ? E.values[s] : graph::no_edge;
+    if (auto const* pr = E.profile(s, e)) r = std::max(r, pr->runs.size());
+  }
+  return r;
+}
+
+}  // namespace detail
+
+/// Whether `p` holds: evaluated once per profiling run (every edge of the expression reads
+/// the same run) and combined with *and*. A program that reads state but names no edge with
+/// a recorded run does not hold. O(|p| x runs); allocation-free after warm-up (externs aside).
+template <match_adapter A>
+[[nodiscard]] bool holds(program const& p, detail::env<A> const& E, workspace& ws) {
+  std::size_t runs = 1;
+  if (p.reads_state) {
+    runs = detail::run_count(p, E);
+    if (runs == 0) return false;
+  }
+  for (std::size_t r = 0; r < runs; ++r) {
+    ws.scratch.clear();
+    ws.stack.clear();
+    val const v = detail::eval_node(p, p.root, E, r, ws);
+    if (v.k != vk::boolean || !v.b) return false;
+  }
+  return true;
+}
+
+// ---- edge summaries and the prefilter ----------------------------------------------------------
+
+/// One `edge_summary` per edge id (index = edge index). O(|E|); allocates the table.
+template <match_adapter A>
+[[nodiscard]] std::vector<edge_summary> summarize(A const& a) {
+  auto const& g = a.graph();
+  std::vector<edge_summary> out(g.edge_capacity());
+  for (auto const e : g.edges()) {
+    auto& s = out[graph::index(e)];
+    s.flags = edge_summary::live;
+    auto const p = g.producer(e);
+    s.producer_symbol = p == graph::no_node ? 0 : a.op_symbol(p);
+    auto const n = std::ranges::distance(g.consumers(e));
+    s.uses = static_cast<std::uint16_t>(std::min<std::ptrdiff_t>(n, 65535));
+    auto const& prof = a.profile(e);
+    if (!prof.runs.empty()) {
+      auto const& r0 = prof.runs.front();
+      s.flags |= edge_summary::has_runs;
+      if (r0.kind != state::value_kind::tensor) s.flags |= edge_summary::non_tensor;
+      s.rank = static_cast<std::uint8_t>(std::min(r0.rank(), 63));
+      s.dtype = static_cast<std::uint8_t>(r0.type);
+      if (r0.aliased()) s.flags |= edge_summary::aliased;
+    }
+  }
+  return out;
+}
+
+/// The prefilter: `accepted` when the pair may match, else the stage (pattern or input) of
+/// the failed necessary condition. A few instructions, no memory beyond `s`.
+[[nodiscard]] inline reject_stage prefilter_check(prefilter const& p, edge_summary const& s) noexcept {
+  if (!(s.flags & edge_summary::live) || (s.flags & edge_summary::non_tensor)) return reject_stage::pattern;
+  if (p.need_producer) {
+    if (s.producer_symbol == 0) return reject_stage::pattern;
+    if (!p.any_producer &&
+        !((p.producer_mask[(s.producer_symbol & 255) >> 6] >> (s.producer_symbol & 63)) & 1))
+      return reject_stage::pattern;
+  }
+  if (s.uses < p.min_uses) return reject_stage::pattern;
+  if (p.need_state) {
+    if (!(s.flags & edge_summary::has_runs)) return reject_stage::input;
+    if (!((p.rank_mask >> s.rank) & 1)) return reject_stage::input;
+    if (!((p.dtype_mask >> s.dtype) & 1)) return reject_stage::input;
+    if (p.need_aliased && !(s.flags & edge_summary::aliased)) return reject_stage::input;
+  }
+  return reject_stage::accepted;
+}
+
+// ---- pattern matching ----------------------------------------------------------------------
+
+namespace detail {
+
+/// Whether constant `c` equals pattern literal `a`.
+inline bool literal_matches(pattern_arg const& a, attr_value const& c) {
+  if (a.literal_kind == dsl::type_kind::dtype) {
+    auto const* w = std::get_if<std::string>(&a.literal);
+    auto const d = w ? dtype_of_word(*w) : std::nullopt;
+    if (!d) return false;
+    if (auto const* i = std::get_if<std::int64_t>(&c)) return *i == scalar_type_code(*d);
+    if (auto const* s = std::get_if<std::string>(&c)) return *s == *w;
+    return false;
+  }
+  if (a.literal_kind == dsl::type_kind::memory_format) {
+    auto const* w = std::get_if<std::string>(&a.literal);
+    constexpr std::int64_t torch_code[] = {0, 2, 3, 1};  // c10::MemoryFormat
+    auto const k = w ? code_of_memfmt(*w) : -1;
+    if (auto const* i = std::get_if<std::int64_t>(&c)) return k >= 0 && *i == torch_code[k];
+    if (auto const* s = std::get_if<std::string>(&c)) return w && *s == *w;
+    return false;
+  }
+  if (a.literal_kind == dsl::type_kind::layout) {
+    auto const* w = std::get_if<std::string>(&a.literal);
+    if (auto const* i = std::get_if<std::int64_t>(&c)) return w && ((*w == "strided" && *i == 0) || (*w == "sparse_coo" && *i == 1));
+    if (auto const* s = std::get_if<std::string>(&c)) return w && *s == *w;
+    return false;
+  }
+  if (a.literal_kind == dsl::type_kind::device) {
+    auto const* w = std::get_if<std::string>(&a.literal);
+    auto const* s = std::get_if<std::string>(&c);
+    return w && s && s->compare(0, w->size(), *w) == 0;
+  }
+  // Numbers compare by value across int/float; lists element-wise.
+  auto num = [](attr_value const& v, double& out) {
+    if (auto const* i = std::get_if<std::int64_t>(&v)) return out = static_cast<double>(*i), true;
+    if (auto const* d = std::get_if<double>(&v)) return out = *d, true;
+    return false;
+  };
+  double x = 0, y = 0;
+  if (num(a.literal, x) && num(c, y)) return x == y;
+  auto as_list = [](attr_value const& v, std::vector<double>& out) {
+    if (auto const* i = std::get_if<std::vector<std::int64_t>>(&v)) {
+      out.assign(i->begin(), i->end());
+      return true;
+    }
+    if (auto const* d = std::get_if<std::vector<double>>(&v)) {
+      out = *d;
+      return true;
+    }
+    return false;
+  };
+  if (std::holds_alternative<std::vector<std::int64_t>>(a.literal) && std::holds_alternative<std::vector<std::int64_t>>(c))
+    return std::get<std::vector<std::int64_t>>(a.literal) == std::get<std::vector<std::int64_t>>(c);
+  std::vector<double> l1, l2;
+  if (as_list(a.literal, l1) && as_list(c, l2)) return l1 == l2;
+  return a.literal == c;
+}
+
+/// Whether `v` lies in parameter `p`'s domain.
+inline bool in_domain(compiled_param const& p, attr_value const& v) {
+  if (p.domain == dsl::domain_kind::set) {
+    for (auto const& m : p.members) {
+      if (m == v) return true;
+      pattern_arg tmp;
+      tmp.literal = m;
+      tmp.literal_kind = p.type.kind;
+      if (literal_matches(tmp, v)) return true;
+    }
+    return false;
+  }
+  if (p.domain == dsl::domain_kind::range) {
+    auto num = [](attr_value const& x, double& out) {
+      if (auto const* i = std::get_if<std::int64_t>(&x)) return out = static_cast<double>(*i), true;
+      if (auto const* d = std::get_if<double>(&x)) return out = *d, true;
+      return false;
+    };
+    double lo = 0, hi = 0, x = 0;
+    if (!num(p.lo, lo) || !num(p.hi, hi) || !num(v, x)) return false;
+    if (p.type.kind == dsl::type_kind::integer && !std::holds_alternative<std::int64_t>(v)) return false;
+    return lo <= x && x <= hi;
+  }
+  return true;
+}
+
+template <class A>
+class matcher {
+ public:
+  matcher(compiled_operator const& op, A const& a, bindings& b, workspace& ws)
+      : op_(op), a_(a), g_(a.graph()), b_(b), ws_(ws) {}
+
+  /// Finds the first embedding around `anchor` whose pattern conditions hold.
+  bool run(edge_id anchor) {
+    ws_.log.clear();
+    b_.values[op_.anchor] = anchor;
+    return step(0);
+  }
+
+ private:
+  compiled_operator const& op_;
+  A const& a_;
+  decltype(std::declval<A const&>().graph()) g_;
+  bindings& b_;
+  workspace& ws_;
+
+  void unwind(std::size_t mark) {
+    while (ws_.log.size() > mark) {
+      auto const u = ws_.log.back();
+      ws_.log.pop_back();
+      if (u.what == 0) b_.values[u.slot] = graph::no_edge;
+      else if (u.what == 1) b_.nodes[u.slot] = graph::no_node;
+      else b_.params[u.slot] = std::monostate{};
+    }
+  }
+  bool bind_value(std::uint32_t slot, edge_id e) {
+    if (b_.values[slot] != graph::no_edge) return b_.values[slot] == e;
+    b_.values[slot] = e;
+    ws_.log.push_back({0, slot});
+    return true;
+  }
+  bool bind_param(std::uint32_t slot, attr_value const& v) {
+    auto const& p = op_.params[slot];
+    if (!std::holds_alternative<std::monostate>(b_.params[slot])) return b_.params[slot] == v;
+    if (!in_domain(p, v)) return false;
+    b_.params[slot] = v;
+    ws_.log.push_back({2, slot});
+    return true;
+  }
+
+  bool match_arg(pattern_arg const& pa, arg_view const& av) {
+    switch (pa.k) {
+      case pattern_arg::kind::wildcard: return true;
+      case pattern_arg::kind::ellipsis: return true;
+      case pattern_arg::kind::value: return av.how == arg_view::form::edge && bind_value(pa.slot, av.edge);
+      case pattern_arg::kind::literal:
+        if (av.how == arg_view::form::constant) return literal_matches(pa, av.value);
+        if (av.how == arg_view::form::list) {
+          // A literal list against a list of constants.
+          auto const* li = std::get_if<std::vector<std::int64_t>>(&pa.literal);
+          if (!li || li->size() != av.items.size()) return false;
+          for (std::size_t i = 0; i < li->size(); ++i) {
+            auto const* c = av.items[i].how == arg_view::form::constant ? std::get_if<std::int64_t>(&av.items[i].value) : nullptr;
+            if (!c || *c != (*li)[i]) return false;
+          }
+          return true;
+        }
+        return false;
+      case pattern_arg::kind::param: return av.how == arg_view::form::constant && bind_param(pa.slot, av.value);
+      case pattern_arg::kind::list:
+        if (av.how == arg_view::form::constant) {
+          // A constant int/float list (conv strides, pool kernels, reduction dims) matches a
+          // pattern list item by item, so `[$s0, $s1]` binds its elements.
+          auto items = [&](auto const& v) {
+            if (v.size() != pa.items.size()) return false;
+            for (std::size_t i = 0; i < v.size(); ++i) {
+              arg_view item;
+              item.how = arg_view::form::constant;
+              item.value = v[i];
+              if (!match_arg(pa.items[i], item)) return false;
+            }
+            return true;
+          };
+          if (auto const* v = std::get_if<std::vector<std::int64_t>>(&av.value)) return items(*v);
+          if (auto const* v = std::get_if<std::vector<double>>(&av.value)) return items(*v);
+          return false;
+        }
+        if (av.how != arg_view::form::list || av.items.size() != pa.items.size()) return false;
+        for (std::size_t i = 0; i < pa.items.size(); ++i)
+          if (!match_arg(pa.items[i], av.items[i])) return false;
+        return true;
+    }
+    return false;
+  }
+
+  bool try_node(std::uint32_t pi, node_id n) {
+    auto const& pn = op_.pattern[pi];
+    if (b_.nodes[pi] != graph::no_node) return b_.nodes[pi] == n;
+    for (auto const m : b_.nodes)
+      if (m == n) return false;  // injective
+    std::uint32_t const sym = a_.op_symbol(n);
+    switch (pn.how) {
+      case pattern_node::op_kind::any: break;
+      case pattern_node::op_kind::names:
+        if (std::find(pn.symbols.begin(), pn.symbols.end(), sym) == pn.symbols.end()) return false;
+        break;
+      case pattern_node::op_kind::param:
+        if (!bind_param(pn.param, attr_value(static_cast<std::int64_t>(sym)))) return false;
+        break;
+    }
+    auto const outs = g_.outputs(n);
+    if (static_cast<std::size_t>(std::ranges::distance(outs)) != pn.results.size()) return false;
+    std::size_t const nargs = a_.arg_count(n);
+    if (pn.ellipsis ? nargs < pn.args.size() : nargs != pn.args.size()) return false;
+    b_.nodes[pi] = n;
+    ws_.log.push_back({1, pi});
+    std::size_t j = 0;
+    for (auto const e : outs)
+      if (!bind_value(pn.results[j++], e)) return false;
+    for (std::size_t i = 0; i < pn.args.size(); ++i)
+      if (!match_arg(pn.args[i], a_.arg(n, i))) return false;
+    return true;
+  }
+
+  bool conditions_hold() {
+    env<A> E{a_, b_.values, b_.params, &op_.params, {}, {}, op_.pattern_value_count, nullptr, graph::no_edge, nullptr};
+    for (auto const& c : op_.pattern_conditions)
+      if (!holds(c, E, ws_)) return false;
+    return true;
+  }
+
+  bool step(std::size_t k) {
+    if (k == op_.steps.size()) return conditions_hold();
+    auto const& st = op_.steps[k];
+    edge_id const v = b_.values[st.value];
+    std::size_t const mark = ws_.log.size();
+    if (st.via_producer) {
+      node_id const n = g_.producer(v);
+      if (n == graph::no_node) return false;
+      // The pattern result that is `v` must be the producer's matching output.
+      auto const& pn = op_.pattern[st.node];
+      std::size_t pos = 0;
+      while (pos < pn.results.size() && pn.results[pos] != st.value) ++pos;
+      if (g_.producer_slot(v) != pos) return false;
+      if (try_node(st.node, n) && step(k + 1)) return true;
+      unwind(mark);
+      return false;
+    }
+    for (auto const u : g_.consumers(v)) {
+      if (try_node(st.node, u.node) && step(k + 1)) return true;
+      unwind(mark);
+    }
+    return false;
+  }
+};
+
+}  // namespace detail
+
+/// Sizes `b` for `op` and clears its values, nodes and the parameters bound by matching
+/// (sampled parameters keep their previous value until `sample_params` overwrites it, so a
+/// string value reuses its buffer). Allocates only when `b` is smaller than needed.
+inline void reset(bindings& b, compiled_operator const& op) {
+  b.values.assign(op.values.size(), graph::no_edge);
+  b.nodes.assign(op.pattern.size(), graph::no_node);
+  b.params.resize(op.params.size());
+  for (std::size_t i = 0; i < op.params.size(); ++i)
+    if (op.params[i].bound_by_match) b.params[i] = std::monostate{};
+}
+
+/// Runs the pattern stage of `op` at `anchor`: the first embedding (anchor outwards,
+/// consumers in the adapter's order) whose pattern conditions hold. Fills `b`.
+template <match_adapter A>
+[[nodiscard]] bool match_pattern(compiled_operator const& op, A const& a, edge_id anchor, bindings& b, workspace& ws) {
+  reset(b, op);
+  detail::matcher<A> m(op, a, b, ws);
+  return m.run(anchor);
+}
+
+/// An evaluation environment over `b` (replacement slots served by `probe` when given).
+template <match_adapter A>
+[[nodiscard]] detail::env<A> make_env(compiled_operator const& op, A const& a, bindings const& b,
+                                      probe_source const* probe = nullptr) {
+  return detail::env<A>{a, b.values, b.params, &op.params, {}, {}, op.pattern_value_count, probe, graph::no_edge, nullptr};
+}
+
+/// The stages after the pattern (bindings in `b`): sampling of the parameters not bound by
+/// matching, `require input`, then the `require internal` and `require output` conditions
+/// that read only pattern values (the rest is deferred to `evaluate_deferred`).
+template <match_adapter A, class URBG>
+[[nodiscard]] reject_stage evaluate_constraints(compiled_operator const& op, A const& a, bindings& b, URBG& rng,
+                                                workspace& ws) {
+  sample_params(op, rng, b.params);
+  auto const E = make_env(op, a, b);
+  for (auto const& c : op.input)
+    if (!holds(c, E, ws)) return reject_stage::input;
+  for (auto const& c : op.internal)
+    if (!c.needs_probe && !holds(c, E, ws)) return reject_stage::internal;
+  for (auto const& c : op.output)
+    if (!c.needs_probe && !holds(c, E, ws)) return reject_stage::output;
+  return reject_stage::accepted;
+}
+
+/// The staged check of dsl/spec.md section 10 as far as it goes without a probe: pattern,
+/// then `evaluate_constraints`. Returns `accepted` or the rejecting stage; `b` holds the
+/// bindings. The prefilter is not applied here (see `construct`). Allocation-free after
+/// warm-up (externs aside).
+template <match_adapter A, class URBG>
+[[nodiscard]] reject_stage evaluate(compiled_operator const& op, A const& a, edge_id anchor, bindings& b, URBG& rng,
+                                    workspace& ws) {
+  if (!match_pattern(op, a, anchor, b, ws)) return reject_stage::pattern;
+  return evaluate_constraints(op, a, b, rng, ws);
+}
+
+/// The conditions `evaluate` deferred (those reading replacement values), with the states
+/// of replacement values supplied by `probe`. Returns `accepted`, `internal` or `output`.
+template <match_adapter A>
+[[nodiscard]] reject_stage evaluate_deferred(compiled_operator const& op, A const& a, bindings const& b,
+                                             probe_source const& probe, workspace& ws) {
+  auto const E = make_env(op, a, b, &probe);
+  for (auto const& c : op.internal)
+    if (c.needs_probe && !holds(c, E, ws)) return reject_stage::internal;
+  for (auto const& c : op.output)
+    if (c.needs_probe && !holds(c, E, ws)) return reject_stage::output;
+  return reject_stage::accepted;
+}
+
+/// Evaluates a value expression of a replacement template (`template_arg::expr`) on run
+/// `run`, as an attr_value (ints, floats, bools, int/float lists; dtype etc. as words are
+/// not produced: such arguments are constants). nullopt when it faults.
+template <match_adapter A>
+[[nodiscard]] std::optional<attr_value> evaluate_value(program const& p, compiled_operator const& op, A const& a,
+                                                       bindings const& b, std::size_t run, workspace& ws) {
+  auto const E = make_env(op, a, b);
+  ws.scratch.clear();
+  ws.stack.clear();
+  val const v = detail::eval_node(p, p.root, E, run, ws);
+  switch (v.k) {
+    case vk::boolean: return attr_value(v.b);
+    case vk::integer: return attr_value(v.i);
+    case vk::floating: return attr_value(v.f);
+    case vk::none: return attr_value(std::monostate{});
+    case vk::string: return attr_value(std::string(v.s));
+    // dtype / device / layout / memory-format values become the DSL's words, which backends
+    // convert for the argument's declared type (`f32` -> ScalarType, `cpu` -> Device, ...).
+    case vk::dtype: return attr_value(std::string(state::name(static_cast<state::dtype>(v.i))));
+    case vk::device: return attr_value(std::string(state::name(static_cast<state::device_kind>(v.i))));
+    case vk::layout: return attr_value(std::string(state::name(static_cast<state::layout>(v.i))));
+    case vk::memfmt: {
+      constexpr std::string_view words[] = {"contiguous_format", "channels_last_format", "channels_last_3d_format",
+                                            "preserve_format"};
+      return v.i >= 0 && v.i < 4 ? std::optional<attr_value>(attr_value(std::string(words[v.i]))) : std::nullopt;
+    }
+    case vk::list: {
+      bool ints = true;
+      for (std::uint32_t i = 0; i < v.len; ++i) ints = ints && ws.scratch[v.off + i].k == vk::integer;
+      if (ints) {
+        std::vector<std::int64_t> out;
+        for (std::uint32_t i = 0; i < v.len; ++i) out.push_back(ws.scratch[v.off + i].i);
+        return attr_value(std::move(out));
+      }
+      std::vector<double> out;
+      for (std::uint32_t i = 0; i < v.len; ++i) {
+        auto const& x = ws.scratch[v.off + i];
+        if (!detail::numeric(x)) return std::nullopt;
+        out.push_back(detail::as_double(x));
+      }
+      return attr_value(std::move(out));
+    }
+    default: return std::nullopt;
+  }
+}
+
+// ---- requirements ----------------------------------------------------------------------------
+
+enum class requirement_outcome : std::uint8_t {
+  none,   ///< no requirement applies to the node (no declaration, or none binds)
+  holds,
+  fails,
+};
+
+/// Evaluates R(v) of node `n`: the first declaration for its op kind whose arguments bind
+/// (dsl/spec.md section 14). With `subst_from` set, reads of that edge's state read
+/// `*subst_to` instead (the probed state of the replacement edge that will feed `n`).
+/// `failed` receives the failing declaration when the outcome is `fails`.
+template <match_adapter A>
+[[nodiscard]] requirement_outcome evaluate_requirement(requirement_table const& table, A const& a, node_id n,
+                                                       workspace& ws, edge_id subst_from = graph::no_edge,
+                                                       state::edge_profile const* subst_to = nullptr,
+                                                       compiled_requirement const** failed = nullptr) {
+  auto const* alts = table.find(a.op_symbol(n));
+  if (!alts) return requirement_outcome::none;
+  std::size_t const nargs = a.arg_count(n);
+  for (auto const& rq : *alts) {
+    if (rq.rest ? nargs < rq.args.size() : nargs != rq.args.size()) continue;
+    std::vector<edge_id> values(rq.value_slots, graph::no_edge);
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> lists(rq.value_slots, {0u, UINT32_MAX});
+    std::vector<edge_id> list_edges;
+    std::vector<attr_value> consts(rq.const_slots);
+    bool ok = true;
+    for (std::size_t i = 0; i < rq.args.size() && ok; ++i) {
+      arg_view const& av = a.arg(n, i);
+      auto const slot = rq.arg_slot[i];
+      switch (rq.args[i]) {
+        case dsl::req_arg_kind::tensor:
+          ok = av.how == arg_view::form::edge;
+          if (ok) values[slot] = av.edge;
+          break;
+        case dsl::req_arg_kind::optional_tensor:
+          ok = av.how == arg_view::form::edge || av.is_none();
+          if (ok && av.how == arg_view::form::edge) values[slot] = av.edge;
+          break;
+        case dsl::req_arg_kind::tensor_list:
+          ok = av.how == arg_view::form::list;
+          if (ok) {
+            lists[slot] = {static_cast<std::uint32_t>(list_edges.size()), static_cast<std::uint32_t>(av.items.size())};
+            for (auto const& it : av.items) {
+              ok = ok && it.how == arg_view::form::edge;
+              list_edges.push_back(it.edge);
+            }
+          }
+          break;
+        case dsl::req_arg_kind::constant:
+          if (av.how == arg_view::form::constant) {
+            consts[slot] = av.value;
+          } else if (av.how == arg_view::form::list) {
+            std::vector<std::int64_t> xs;
+            for (auto const& it : av.items) {
+              auto const* c = it.how == arg_view::form::constant ? std::get_if<std::int64_t>(&it.value) : nullptr;
+              if (!c) {
+                ok = false;
+                break;
+              }
+              xs.push_back(*c);
+            }
+            consts[slot] = std::move(xs);
+          } else {
+            ok = false;
+          }
+          break;
+        case dsl::req_arg_kind::ignore:
+        case dsl::req_arg_kind::rest: break;
+      }
+    }
+    if (!ok) continue;
+    detail::env<A> E{a, values, consts, nullptr, lists, list_edges, UINT32_MAX, nullptr, subst_from, subst_to};
+    for (auto const& c : rq.conditions)
+      if (!holds(c, E, ws)) {
+        if (failed) *failed = &rq;
+        return requirement_outcome::fails;
+      }
+    return requirement_outcome::holds;
+  }
+  return requirement_outcome::none;
+}
+
+/// The requirement part of the output stage (dsl/spec.md sections 9 and 14): for every rewire
+/// of the candidate, each consumer of the rewired edge that is moved (all of them, or the
+/// selected one) and is not a deleted pattern node has its requirement R(v) evaluated with
+/// the state of the rewire target substituted for the source edge. The target's state comes
+/// from `probe` when it is a replacement value, from the adapter otherwise. Returns
+/// `accepted` or `output`; `failed_node` / `failed` name the first failing consumer and
+/// declaration. Requirements of the new replacement nodes themselves are not evaluated here
+/// (the probe executes them). Allocates (probe stage only).
+template <match_adapter A>
+[[nodiscard]] reject_stage check_rewired_consumers(compiled_operator const& op, A const& a, bindings const& b,
+                                                   requirement_table const& table, probe_source const* probe,
+                                                   workspace& ws, node_id* failed_node = nullptr,
+                                                   compiled_requirement const** failed = nullptr) {
+  auto const& g = a.graph();
+  std::vector<node_id> deleted;
+  for (auto const slot : op.replacement.deletes)
+    if (slot < b.values.size() && b.values[slot] != graph::no_edge) deleted.push_back(g.producer(b.values[slot]));
+  for (auto const& rw : op.replacement.rewires) {
+    edge_id const src = b.values[rw.source];
+    if (src == graph::no_edge) continue;
+    state::edge_profile const* to = nullptr;
+    if (rw.target >= op.pattern_value_count) to = probe ? probe->profile(rw.target) : nullptr;
+    else if (b.values[rw.target] != graph::no_edge) to = &a.profile(b.values[rw.target]);
+    if (!to) continue;  // nothing to substitute: the probe did not produce the target
+    std::vector<node_id> targets;
+    for (auto const u : g.consumers(src))
+      if (std::find(targets.begin(), targets.end(), u.node) == targets.end()) targets.push_back(u.node);
+    if (!rw.all && rw.which) {
+      node_id pick = graph::no_node;
+      auto const& w = *rw.which;
+      if (w.k == template_arg::kind::value) {
+        if (w.slot < b.values.size() && b.values[w.slot] != graph::no_edge) pick = g.producer(b.values[w.slot]);
+      } else {
+        std::optional<attr_value> idx;
+        if (w.k == template_arg::kind::constant) idx = w.constant;
+        if (w.k == template_arg::kind::param && w.slot < b.params.size()) idx = b.params[w.slot];
+        if (w.k == template_arg::kind::expr && w.expr) idx = evaluate_value(*w.expr, op, a, b, 0, ws);
+        auto const* i = idx ? std::get_if<std::int64_t>(&*idx) : nullptr;
+        if (i && *i >= 0 && static_cast<std::size_t>(*i) < targets.size()) pick = targets[static_cast<std::size_t>(*i)];
+      }
+      targets.assign(pick == graph::no_node ? 0 : 1, pick);
+    }
+    for (auto const n : targets) {
+      if (std::find(deleted.begin(), deleted.end(), n) != deleted.end()) continue;
+      if (evaluate_requirement(table, a, n, ws, src, to, failed) == requirement_outcome::fails) {
+        if (failed_node) *failed_node = n;
+        return reject_stage::output;
+      }
+    }
+  }
+  return reject_stage::accepted;
+}
+
+}  // namespace tfg::match

@@ -1,0 +1,127 @@
+#pragma once
+/// \file
+/// The pool loader: every `*.tfg` file under some folders, parsed, checked and compiled into
+/// one operator pool and one requirement table.
+///
+///     tfg::match::symbol_table syms;
+///     auto pool = tfg::match::load_pool({"operators"}, syms);
+///     if (!pool.ok()) for (auto const& d : pool.diagnostics) std::cerr << d;
+///
+/// Includes `tfg/dsl/parse.hpp`, which is header-only by default (see there for the
+/// separate-parser mode that avoids compiling the grammar in every TU).
+
+#include <algorithm>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "tfg/dsl/diagnostic.hpp"
+#include "tfg/dsl/parse.hpp"
+#include "tfg/match/compile.hpp"
+
+namespace tfg::match {
+
+struct pool {
+  std::vector<compiled_operator> operators;  ///< in file order (sorted paths), then declaration order
+  requirement_table requirements;
+  std::vector<std::string> diagnostics;      ///< formatted: "file:line:col: error[E...]: ..." + snippet
+  std::size_t files = 0;                     ///< files read
+  std::size_t errors = 0;                    ///< error diagnostics
+  [[nodiscard]] bool ok() const noexcept { return errors == 0; }
+};
+
+namespace detail {
+inline bool under_requirements(std::filesystem::path const& rel) {
+  for (auto const& part : rel)
+    if (part == "requirements") return true;
+  return false;
+}
+}  // namespace detail
+
+/// Loads every `*.tfg` under `dirs` (recursively, sorted by path). Files under a
+/// `requirements/` folder are read first and contribute `requirement` declarations; the
+/// other files contribute operators (and any requirements they declare). A file with parse,
+/// check or compile errors contributes nothing; an operator whose name an earlier file
+/// already declared is dropped with an E019 diagnostic. A missing folder is an E000
+/// diagnostic. Never throws. O(total size of the files).
+[[nodiscard]] inline pool load_pool(std::vector<std::filesystem::path> const& dirs, symbol_table& symbols,
+                                    extern_registry const& externs = {}) noexcept {
+  pool out;
+  try {
+    std::vector<std::filesystem::path> req_files, op_files;
+    for (auto const& dir : dirs) {
+      std::error_code ec;
+      if (!std::filesystem::is_directory(dir, ec)) {
+        out.diagnostics.push_back(dir.string() + ": error[E000]: not a folder\n");
+        ++out.errors;
+        continue;
+      }
+      for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+           !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+        if (!it->is_regular_file() || it->path().extension() != ".tfg") continue;
+        (detail::under_requirements(std::filesystem::relative(it->path(), dir)) ? req_files : op_files)
+            .push_back(it->path());
+      }
+    }
+    std::sort(req_files.begin(), req_files.end());
+    std::sort(op_files.begin(), op_files.end());
+    std::map<std::string, std::string> seen;  // operator -> "file:line:col"
+    auto load = [&](std::filesystem::path const& f) {
+      std::ifstream in(f, std::ios::binary);
+      std::ostringstream os;
+      os << in.rdbuf();
+      ++out.files;
+      auto parsed = dsl::parse(os.str(), f.string());
+      if (!parsed.ok()) {
+        out.diagnostics.push_back(parsed.format_diagnostics());
+        for (auto const& d : parsed.diagnostics) out.errors += d.level == dsl::severity::error;
+        return;
+      }
+      auto compiled = compile(parsed.ast, symbols, externs);
+      if (!compiled.ok()) {
+        out.diagnostics.push_back(dsl::format(compiled.diagnostics, parsed.source));
+        for (auto const& d : compiled.diagnostics) out.errors += d.level == dsl::severity::error;
+        return;
+      }
+      std::vector<dsl::diagnostic> dups;
+      for (std::size_t i = 0; i < compiled.operators.size(); ++i) {
+        auto& op = compiled.operators[i];
+        auto const& loc = parsed.ast.operators[i].name.loc;
+        std::string const where = f.string() + ":" + std::to_string(loc.line) + ":" + std::to_string(loc.col);
+        auto const [it, fresh] = seen.emplace(op.name, where);
+        if (!fresh) {
+          dups.push_back(dsl::make_error(dsl::errc::duplicate_operator, loc,
+                                         "duplicate operator '" + op.name + "' across the pool",
+                                         {{"first defined at " + it->second, std::nullopt}}));
+          continue;
+        }
+        out.operators.push_back(std::move(op));
+      }
+      if (!dups.empty()) {
+        out.diagnostics.push_back(dsl::format(dups, parsed.source));
+        out.errors += dups.size();
+      }
+      for (auto& [sym, alts] : compiled.requirements.by_op) {
+        auto& dst = out.requirements.by_op[sym];
+        for (auto& r : alts) dst.push_back(std::move(r));
+      }
+    };
+    for (auto const& f : req_files) load(f);
+    for (auto const& f : op_files) load(f);
+  } catch (std::exception const& e) {
+    try {
+      out.diagnostics.push_back(std::string("error[E000]: internal error: ") + e.what() + "\n");
+      ++out.errors;
+    } catch (...) {
+    }
+  } catch (...) {
+  }
+  return out;
+}
+
+}  // namespace tfg::match

@@ -1,0 +1,164 @@
+#pragma once
+/// \file
+/// Constraint programs: DSL expressions compiled once into a flat vector of small nodes with
+/// resolved built-ins, and the run-time values they compute. The evaluator lives in
+/// evaluate.hpp; the compiler (compile.hpp) builds programs from `dsl::expr` trees.
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tfg/dsl/ast.hpp"
+#include "tfg/dsl/builtins.hpp"
+#include "tfg/match/adapter.hpp"
+
+namespace tfg::match {
+
+/// The stage that rejected an (edge, operator) pair; `accepted` when none did.
+/// `prefilter` is reported separately from the stage the failed prefilter test was derived
+/// from (see `construct`'s counters).
+enum class reject_stage : std::uint8_t { prefilter, pattern, input, internal, output, accepted };
+inline constexpr std::size_t reject_stage_count = 6;
+
+[[nodiscard]] constexpr std::string_view name(reject_stage s) noexcept {
+  constexpr std::string_view names[] = {"prefilter", "pattern", "input", "internal", "output", "accepted"};
+  return names[static_cast<int>(s)];
+}
+
+/// Kinds of run-time values.
+enum class vk : std::uint8_t {
+  fault,  ///< evaluation failed (missing state, type mismatch, index out of range): false
+  none,
+  boolean,
+  integer,
+  floating,
+  string,
+  dtype,   ///< i: state::dtype
+  device,  ///< i: state::device_kind
+  layout,  ///< i: state::layout
+  memfmt,  ///< i: index of contiguous/channels_last/channels_last_3d/preserve format
+  op,      ///< i: op symbol
+  tensor,  ///< slot, e (e == no_edge: an absent optional argument)
+  list,    ///< off, len: items in the evaluator's scratch
+};
+
+/// A run-time value. Plain data: lists live in a scratch vector owned by the evaluator, so
+/// evaluation allocates nothing once the scratch has grown.
+struct val {
+  vk k = vk::fault;
+  bool b = false;
+  std::int64_t i = 0;
+  double f = 0;
+  std::uint32_t off = 0, len = 0;
+  std::uint32_t slot = UINT32_MAX;
+  edge_id e = graph::no_edge;
+  std::string_view s;
+
+  static val fault() { return {}; }
+  static val boolean(bool x) {
+    val v;
+    v.k = vk::boolean;
+    v.b = x;
+    return v;
+  }
+  static val integer(std::int64_t x) {
+    val v;
+    v.k = vk::integer;
+    v.i = x;
+    return v;
+  }
+  static val floating(double x) {
+    val v;
+    v.k = vk::floating;
+    v.f = x;
+    return v;
+  }
+  static val code(vk k, std::int64_t x) {
+    val v;
+    v.k = k;
+    v.i = x;
+    return v;
+  }
+};
+
+/// Built-in function ids, in the order of `dsl::builtins`.
+enum class bfn : std::uint8_t {
+  rank, shape, dim, numel, dtype, is_floating, device, layout, contiguous, channels_last, strides,
+  storage_offset, aliased, same_storage, finite, has_nan, has_inf, min, max, mean, max_abs, zeros,
+  equal_values, requires_grad, broadcastable, uses, consumers, op, is_input, is_output, is_none,
+  len, prod, abs, pow2, dtype_max, dtype_tiny, count, nodes,
+};
+static_assert(dsl::builtins.size() == static_cast<std::size_t>(bfn::nodes) + 1);
+static_assert(dsl::builtins[static_cast<std::size_t>(bfn::is_none)].name == "is_none");
+static_assert(dsl::builtins[static_cast<std::size_t>(bfn::broadcastable)].name == "broadcastable");
+static_assert(dsl::builtins[static_cast<std::size_t>(bfn::dtype_tiny)].name == "dtype_tiny");
+
+/// One argument passed to an extern: a tensor (its state in the current run, or null when
+/// none was recorded) or a plain value.
+struct extern_arg {
+  edge_id edge = graph::no_edge;
+  state::tensor_state const* state = nullptr;
+  attr_value value;
+};
+
+/// A C++ function registered for an `extern pred` / `extern fn`. Returns the result (bool
+/// for a pred), or nullopt when it cannot be computed (the condition is then false).
+using extern_fn = std::function<std::optional<attr_value>(std::span<const extern_arg>)>;
+
+/// Externs by name. Compiling a module that calls an unregistered extern is a diagnostic.
+class extern_registry {
+ public:
+  void add(std::string name, extern_fn fn) { fns_[std::move(name)] = std::make_shared<extern_fn>(std::move(fn)); }
+  [[nodiscard]] std::shared_ptr<const extern_fn> find(std::string_view name) const {
+    auto const it = fns_.find(std::string(name));
+    return it == fns_.end() ? nullptr : it->second;
+  }
+
+ private:
+  std::map<std::string, std::shared_ptr<const extern_fn>> fns_;
+};
+
+/// Program node opcodes.
+enum class pop : std::uint8_t {
+  lit,         ///< `lit` (strings point into `program::strings`)
+  value,       ///< `%v`: slot
+  param,       ///< `$p`: slot (operator parameter or requirement constant)
+  list,        ///< kids[first .. first+count)
+  call,        ///< built-in `fn` over kids
+  ext,         ///< extern `slot` (index into program::externs) over kids
+  index,       ///< a[b]
+  lnot, neg,   ///< unary on a
+  lor, land,   ///< short-circuit on a, b
+  eq, ne, lt, le, gt, ge, in, add, sub, mul, div, mod,
+};
+
+struct pnode {
+  pop op = pop::lit;
+  bfn fn = bfn::rank;
+  std::uint32_t a = 0, b = 0;
+  std::uint32_t first = 0, count = 0;
+  std::uint32_t slot = 0;
+  val lit;
+};
+
+/// A compiled boolean (or value) expression.
+struct program {
+  std::vector<pnode> nodes;
+  std::vector<std::uint32_t> kids;
+  std::uint32_t root = 0;
+  std::vector<std::uint32_t> slots;  ///< value slots mentioned (sorted, unique)
+  bool reads_state = false;          ///< some state built-in or extern is called
+  bool needs_probe = false;          ///< mentions a replacement value (deferred to the probe)
+  std::shared_ptr<std::deque<std::string>> strings;  ///< string literals (stable storage)
+  std::vector<std::shared_ptr<const extern_fn>> externs;
+  std::string text;                  ///< source position, for reports ("file:line:col")
+};
+
+}  // namespace tfg::match

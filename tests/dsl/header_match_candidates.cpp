@@ -1,0 +1,2 @@
+// Compiles tfg/match/candidates.hpp alone: the header is self-contained.
+#include "tfg/match/candidates.hpp"

@@ -1,0 +1,2 @@
+// Compiles tfg/match/program.hpp alone: the header is self-contained.
+#include "tfg/match/program.hpp"

@@ -1,0 +1,188 @@
+// Every built-in evaluated against hand-set tensor states, and the all-runs semantics.
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "match_test_util.hpp"
+
+using namespace tfg_match_test;
+using state::dtype;
+
+namespace {
+
+/// %x and %w are the two inputs of an aten::add producing %y; conditions are evaluated as
+/// `require input` of an operator anchored at %x.
+struct site {
+  match::symbol_table syms;
+  mock_adapter m{syms};
+  match::edge_id x, w, y;
+  site(std::vector<state::tensor_state> xs, std::vector<state::tensor_state> ws) {
+    x = m.add_input(std::move(xs));
+    w = m.add_input(std::move(ws));
+    y = m.add_node("aten::add", {mock_adapter::edge(x), mock_adapter::edge(w), mock_adapter::constant(std::int64_t{1})},
+                   std::vector{T(dtype::f32, {2, 3})});
+    m.add_output(y);
+  }
+  bool holds(std::string const& cond) {
+    auto const r = compile_text(op_text("anchor %x", "pattern { %y = aten::add(%x, %w, _) }\nrequire input { " + cond +
+                                                         " }\nreplace { %c = aten::clone(%x, none) rewire consumers(%x) -> %c }"),
+                                syms);
+    match::workspace ws;
+    match::bindings b;
+    std::mt19937_64 rng(0);
+    auto const st = match::evaluate(r.operators[0], m, x, b, rng, ws);
+    REQUIRE((st == match::reject_stage::accepted || st == match::reject_stage::input));
+    return st == match::reject_stage::accepted;
+  }
+};
+
+state::tensor_state special() {
+  auto s = T(dtype::f16, {4, 1, 3});
+  s.strides = {3, 3, 1};
+  s.storage_offset = 2;
+  s.contiguous = false;
+  s.format = state::memory_format::strided;
+  s.device = {state::device_kind::cuda, 0};
+  s.tensor_layout = state::layout::strided;
+  s.requires_grad = true;
+  s.numbers.min = -3;
+  s.numbers.max = 2;
+  s.numbers.mean = 0.25;
+  s.numbers.zero_count = 5;
+  s.numbers.nan_count = 1;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("match builtins: state built-ins over hand-set states") {
+  site s({special()}, {T(dtype::f32, {3})});
+  CHECK(s.holds("rank(%x) == 3"));
+  CHECK_FALSE(s.holds("rank(%x) == 2"));
+  CHECK(s.holds("shape(%x) == [4, 1, 3] && shape(%w) == [3]"));
+  CHECK(s.holds("dim(%x, 0) == 4 && dim(%x, -1) == 3 && dim(%x, 1) == 1"));
+  CHECK_FALSE(s.holds("dim(%x, 3) == 0 || dim(%x, -4) == 0"));  // out of range: false either way
+  CHECK(s.holds("numel(%x) == 12"));
+  CHECK(s.holds("dtype(%x) == f16 && dtype(%w) == f32 && dtype(%x) in {f16, bf16}"));
+  CHECK(s.holds("is_floating(%x)"));
+  CHECK(s.holds("device(%x) == cuda && device(%w) == cpu"));
+  CHECK(s.holds("layout(%x) == strided"));
+  CHECK(s.holds("!contiguous(%x) && contiguous(%w)"));
+  CHECK(s.holds("!channels_last(%x)"));
+  CHECK(s.holds("strides(%x) == [3, 3, 1] && strides(%x)[-1] == 1"));
+  CHECK(s.holds("storage_offset(%x) == 2"));
+  CHECK(s.holds("!aliased(%x) && !same_storage(%x, %w)"));
+  CHECK(s.holds("!finite(%x) && has_nan(%x) && !has_inf(%x) && finite(%w)"));
+  CHECK(s.holds("min(%x) == -3 && max(%x) == 2.0 && mean(%x) == 0.25 && max_abs(%x) == 3"));
+  CHECK(s.holds("zeros(%x) == 5"));
+  CHECK(s.holds("requires_grad(%x) && !requires_grad(%w)"));
+  CHECK(s.holds("broadcastable(%x, %w)"));
+  CHECK_FALSE(s.holds("equal_values(%x, %w)"));
+}
+
+TEST_CASE("match builtins: aliasing, equal values and broadcasting") {
+  auto a = T(dtype::f32, {2, 3});
+  site s({a}, {a});
+  CHECK(s.holds("equal_values(%x, %w)"));
+  s.m.alias(s.x, s.w);
+  CHECK(s.holds("aliased(%x) && aliased(%w) && same_storage(%x, %w)"));
+  site t({T(dtype::f32, {2, 3})}, {T(dtype::f32, {4, 3})});
+  CHECK_FALSE(t.holds("broadcastable(%x, %w)"));
+  site u({T(dtype::f32, {5, 1, 3})}, {T(dtype::f32, {4, 1})});
+  CHECK(u.holds("broadcastable(%x, %w)"));
+}
+
+TEST_CASE("match builtins: structural and pure built-ins") {
+  site s({T(dtype::f32, {2, 3})}, {T(dtype::f32, {2, 3})});
+  CHECK(s.holds("uses(%x) == 1 && consumers(%x) == 1 && is_input(%x) && !is_output(%x)"));
+  CHECK(s.holds("is_output(%y) && !is_input(%y) && op(%y) == aten::add && op(%y) != aten::mul"));
+  CHECK(s.holds("len(shape(%x)) == 2 && prod(shape(%x)) == 6 && prod([]) == 1"));
+  CHECK(s.holds("abs(-2) == 2 && pow2(3) == 8 && pow2(-1) == 0.5"));
+  CHECK(s.holds("dtype_max(f16) == 65504 && dtype_max(f32) > 3.0e38 && dtype_tiny(f16) < 0.0001"));
+  CHECK(s.holds("7 % 3 == 1 && 7 / 2 == 3.5 && -(2) + 5 * 2 - 1 == 7 && [1, 2][-1] == 2"));
+  CHECK_FALSE(s.holds("1 / 0 > 0"));
+}
+
+TEST_CASE("match builtins: a constraint must hold on every profiling run") {
+  auto r0 = T(dtype::f32, {2, 3});
+  auto r1 = T(dtype::f32, {2, 3});
+  r1.numbers.inf_count = 1;
+  site s({r0, r1}, {T(dtype::f32, {2, 3}), T(dtype::f32, {2, 3})});
+  CHECK_FALSE(s.holds("finite(%x)"));  // true on run 0, false on run 1
+  CHECK(s.holds("finite(%w)"));
+  CHECK(s.holds("rank(%x) == 2"));
+  // An edge with fewer runs than the other edge of the expression: the missing run fails.
+  site t({r0, r0}, {T(dtype::f32, {2, 3})});
+  CHECK_FALSE(t.holds("rank(%x) == rank(%w)"));
+  CHECK(t.holds("rank(%x) == 2"));
+  // No runs at all: a state condition does not hold; a structural one does.
+  site u(std::vector<state::tensor_state>{}, std::vector<state::tensor_state>{});
+  CHECK_FALSE(u.holds("rank(%x) >= 0"));
+  CHECK(u.holds("uses(%x) == 1"));
+}
+
+TEST_CASE("match builtins: externs are called per run; an unregistered extern is a diagnostic") {
+  match::symbol_table syms;
+  match::extern_registry reg;
+  int calls = 0;
+  reg.add("big", [&](std::span<const match::extern_arg> args) -> std::optional<match::attr_value> {
+    ++calls;
+    if (args.size() != 2 || !args[0].state) return std::nullopt;
+    return args[0].state->numel >= std::get<std::int64_t>(args[1].value);
+  });
+  std::string const text = "tfg 1\nextern pred big(tensor, int) -> bool\n" +
+                           op_text("anchor %x", "require input { big(%x, 6) }\nreplace { %c = aten::clone(%x, none) "
+                                                "rewire consumers(%x) -> %c }")
+                               .substr(6);
+  auto const parsed = dsl::parse(text, "t.tfg");
+  REQUIRE(parsed.ok());
+  auto const bad = match::compile(parsed.ast, syms, match::extern_registry{});
+  CHECK_FALSE(bad.ok());
+  REQUIRE(bad.diagnostics.size() == 1);
+  CHECK(bad.diagnostics[0].code == "E009");
+  auto const good = match::compile(parsed.ast, syms, reg);
+  REQUIRE(good.ok());
+  mock_adapter m(syms);
+  auto const x = m.add_input(std::vector{T(dtype::f32, {2, 3}), T(dtype::f32, {3, 3})});
+  auto const z = m.add_input(std::vector{T(dtype::f32, {2, 3}), T(dtype::f32, {1, 3})});
+  match::workspace ws;
+  match::bindings b;
+  std::mt19937_64 rng(0);
+  CHECK(match::evaluate(good.operators[0], m, x, b, rng, ws) == match::reject_stage::accepted);
+  CHECK(calls == 2);
+  CHECK(match::evaluate(good.operators[0], m, z, b, rng, ws) == match::reject_stage::input);
+}
+
+TEST_CASE("match builtins: deferred output conditions read replacement states from the probe") {
+  match::symbol_table syms;
+  auto const r = compile_text(op_text("anchor %x", "require input { rank(%x) == 2 }\n"
+                                                   "replace { %c = aten::clone(%x, none) rewire consumers(%x) -> %c }\n"
+                                                   "require output { shape(%c) == shape(%x) && !same_storage(%c, %x) }\n"
+                                                   "require internal { rank(%x) == 2 }"),
+                              syms);
+  auto const& op = r.operators[0];
+  REQUIRE(op.output.size() == 1);
+  CHECK(op.output[0].needs_probe);
+  CHECK_FALSE(op.internal[0].needs_probe);
+  mock_adapter m(syms);
+  auto const x = m.add_input(T(dtype::f32, {2, 3}));
+  match::workspace ws;
+  match::bindings b;
+  std::mt19937_64 rng(0);
+  REQUIRE(match::evaluate(op, m, x, b, rng, ws) == match::reject_stage::accepted);
+  struct probe : match::probe_source {
+    state::edge_profile p;
+    state::edge_profile const* profile(std::uint32_t) const override { return &p; }
+  } pr;
+  auto c = T(dtype::f32, {2, 3});
+  c.storage_group = 99;
+  pr.p.runs = {c};
+  CHECK(match::evaluate_deferred(op, m, b, pr, ws) == match::reject_stage::accepted);
+  pr.p.runs[0].shape = {3, 2};
+  CHECK(match::evaluate_deferred(op, m, b, pr, ws) == match::reject_stage::output);
+  pr.p.runs[0] = m.profile(x).runs[0];  // same storage as %x
+  CHECK(match::evaluate_deferred(op, m, b, pr, ws) == match::reject_stage::output);
+}

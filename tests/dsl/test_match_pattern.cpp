@@ -1,0 +1,229 @@
+// Pattern matching, the anchor prefilter and rejection-stage attribution on mock graphs.
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "match_test_util.hpp"
+
+using namespace tfg_match_test;
+using state::dtype;
+
+namespace {
+
+struct chain {
+  match::symbol_table syms;
+  mock_adapter m{syms};
+  match::edge_id a, r, g, s, w;  // a -> relu r -> gelu g ; s = aten::add(r, w); w input
+  chain() {
+    a = m.add_input(T(dtype::f32, {2, 3}));
+    w = m.add_input(T(dtype::f32, {2, 3}));
+    r = m.add_node("aten::relu", {mock_adapter::edge(a)}, std::vector{T(dtype::f32, {2, 3})});
+    g = m.add_node("aten::gelu", {mock_adapter::edge(r), mock_adapter::constant(std::string("none"))},
+                   std::vector{T(dtype::f32, {2, 3})});
+    s = m.add_node("aten::add", {mock_adapter::edge(r), mock_adapter::edge(w), mock_adapter::constant(std::int64_t{1})},
+                   std::vector{T(dtype::f32, {2, 3})});
+    m.add_output(g);
+    m.add_output(s);
+  }
+  match::reject_stage eval(match::compiled_operator const& op, match::edge_id e, match::bindings& b) {
+    match::workspace ws;
+    std::mt19937_64 rng(1);
+    return match::evaluate(op, m, e, b, rng, ws);
+  }
+};
+
+constexpr char const* replace_x = "replace { %c = aten::clone(%x, none) rewire consumers(%x) -> %c }";
+
+}  // namespace
+
+TEST_CASE("match: op-kind alternatives, '...' and result binding") {
+  chain c;
+  auto const r = compile_text(op_text("anchor %y", std::string("pattern { %y = aten::relu|aten::gelu(%x, ...) }\n") +
+                                                       "replace { %c = aten::clone(%y, none) rewire consumers(%y) -> %c }"),
+                              c.syms);
+  auto const& op = r.operators.at(0);
+  match::bindings b;
+  CHECK(c.eval(op, c.r, b) == match::reject_stage::accepted);
+  CHECK(b.values[op.anchor] == c.r);
+  CHECK(b.values[1] == c.a);  // %x
+  CHECK(c.eval(op, c.g, b) == match::reject_stage::accepted);
+  CHECK(b.values[1] == c.r);
+  CHECK(c.eval(op, c.s, b) == match::reject_stage::pattern);  // aten::add
+  CHECK(c.eval(op, c.a, b) == match::reject_stage::pattern);  // graph input: no producer
+}
+
+TEST_CASE("match: exact argument count without '...', wildcard '_' and '*'") {
+  chain c;
+  auto const exact = compile_text(
+      op_text("anchor %y", std::string("pattern { %y = aten::gelu(%x) }\n") +
+                               "replace { %c = aten::clone(%y, none) rewire consumers(%y) -> %c }"),
+      c.syms);
+  match::bindings b;
+  CHECK(c.eval(exact.operators[0], c.g, b) == match::reject_stage::pattern);  // gelu has 2 args
+  auto const wild = compile_text(
+      op_text("anchor %y", std::string("pattern { %y = *(%x, _) }\n") +
+                               "replace { %c = aten::clone(%y, none) rewire consumers(%y) -> %c }"),
+      c.syms);
+  CHECK(c.eval(wild.operators[0], c.g, b) == match::reject_stage::accepted);
+  CHECK(c.eval(wild.operators[0], c.r, b) == match::reject_stage::pattern);  // relu has 1 arg
+}
+
+TEST_CASE("match: literal arguments and $param bound by matching within the domain") {
+  chain c;
+  auto const lit = compile_text(
+      op_text("anchor %y", std::string("pattern { %y = aten::add(%p, %q, 1) }\n") +
+                               "replace { %c = aten::clone(%y, none) rewire consumers(%y) -> %c }"),
+      c.syms);
+  match::bindings b;
+  CHECK(c.eval(lit.operators[0], c.s, b) == match::reject_stage::accepted);
+  auto const lit2 = compile_text(
+      op_text("anchor %y", std::string("pattern { %y = aten::add(%p, %q, 2) }\n") +
+                               "replace { %c = aten::clone(%y, none) rewire consumers(%y) -> %c }"),
+      c.syms);
+  CHECK(c.eval(lit2.operators[0], c.s, b) == match::reject_stage::pattern);
+  auto const par = compile_text(
+      op_text("anchor %y", std::string("param $alpha : int in [1, 3]\npattern { %y = aten::add(%p, %q, $alpha) }\n") +
+                               "replace { %c = aten::mul(%y, $alpha) rewire consumers(%y) -> %c }"),
+      c.syms);
+  auto const& op = par.operators[0];
+  REQUIRE(op.params.size() == 1);
+  CHECK(op.params[0].bound_by_match);
+  CHECK(c.eval(op, c.s, b) == match::reject_stage::accepted);
+  CHECK(b.params[0] == match::attr_value(std::int64_t{1}));
+  auto const out = compile_text(
+      op_text("anchor %y", std::string("param $alpha : int in [2, 3]\npattern { %y = aten::add(%p, %q, $alpha) }\n") +
+                               "replace { %c = aten::mul(%y, $alpha) rewire consumers(%y) -> %c }"),
+      c.syms);
+  CHECK(c.eval(out.operators[0], c.s, b) == match::reject_stage::pattern);  // 1 not in [2, 3]
+}
+
+TEST_CASE("match: multi-node patterns through producers and consumers") {
+  chain c;
+  // Anchor in the middle: its producer (relu) and a consumer (gelu) are pattern nodes.
+  auto const r = compile_text(
+      op_text("anchor %m", std::string("pattern { %m = aten::relu(%x)\n %z = aten::gelu(%m, _) }\n") +
+                               "replace { %c = aten::clone(%m, none) rewire consumers(%m) -> %c }"),
+      c.syms);
+  auto const& op = r.operators[0];
+  match::bindings b;
+  CHECK(c.eval(op, c.r, b) == match::reject_stage::accepted);
+  REQUIRE(b.nodes.size() == 2);
+  CHECK(b.nodes[0] == c.m.graph().producer(c.r));
+  CHECK(b.nodes[1] == c.m.graph().producer(c.g));
+  // The consumer search skips the add and finds the gelu; an absent consumer kind fails.
+  auto const none = compile_text(
+      op_text("anchor %m", std::string("pattern { %m = aten::relu(%x)\n %z = aten::sigmoid(%m) }\n") +
+                               "replace { %c = aten::clone(%m, none) rewire consumers(%m) -> %c }"),
+      c.syms);
+  CHECK(c.eval(none.operators[0], c.r, b) == match::reject_stage::pattern);
+  // A value read twice must be the same edge.
+  auto const same = compile_text(
+      op_text("anchor %m", std::string("pattern { %z = aten::add(%m, %m, _) }\n") +
+                               "replace { %c = aten::clone(%m, none) rewire consumers(%m) -> %c }"),
+      c.syms);
+  CHECK(c.eval(same.operators[0], c.r, b) == match::reject_stage::pattern);
+}
+
+TEST_CASE("match: structural pattern conditions (consumers, uses, op, is_output)") {
+  chain c;
+  auto mk = [&](std::string const& cond) {
+    return compile_text(op_text("anchor %x", "pattern { " + cond + " }\n" + replace_x), c.syms);
+  };
+  match::bindings b;
+  auto const two = mk("consumers(%x) >= 2");
+  CHECK(c.eval(two.operators[0], c.r, b) == match::reject_stage::accepted);
+  CHECK(c.eval(two.operators[0], c.a, b) == match::reject_stage::pattern);
+  auto const kind = mk("op(%x) == aten::relu && !is_output(%x) && !is_input(%x) && uses(%x) == 2");
+  CHECK(c.eval(kind.operators[0], c.r, b) == match::reject_stage::accepted);
+  CHECK(c.eval(kind.operators[0], c.g, b) == match::reject_stage::pattern);
+}
+
+TEST_CASE("match: the prefilter rejects only what the full evaluation rejects, at the same stage") {
+  chain c;
+  auto const views = c.m.add_node("aten::view", {mock_adapter::edge(c.g), mock_adapter::constant(std::vector<std::int64_t>{6})},
+                                  std::vector{T(dtype::f32, {6})});
+  c.m.alias(c.g, views);
+  auto const ints = c.m.add_node("aten::relu", {mock_adapter::edge(c.w)}, std::vector{T(dtype::i64, {4, 4, 4, 4})});
+  (void)ints;
+  // An unprofiled edge read by one node: only state conditions may reject it.
+  auto const bare = c.m.add_node("aten::neg", {mock_adapter::edge(c.w)}, 1)[0];
+  c.m.add_node("aten::neg", {mock_adapter::edge(bare)}, 1);
+  std::string const ops[] = {
+      op_text("anchor %y", std::string("pattern { %y = aten::relu|aten::gelu(%x, ...) }\n") +
+                               "require input { rank(%y) == 2 && is_floating(%y) }\n"
+                               "replace { %c = aten::clone(%y, none) rewire consumers(%y) -> %c }"),
+      op_text("anchor %x", std::string("require input { aliased(%x) }\n") + replace_x),
+      op_text("anchor %x", std::string("pattern { consumers(%x) >= 2 }\nrequire input { dtype(%x) in {f32, f16} }\n") + replace_x),
+      op_text("anchor %x", std::string("require input { rank(%x) in {2, 4} && dtype(%x) == i64 }\n") + replace_x),
+      op_text("anchor %x", std::string("require input { uses(%x) >= 1 }\n") + replace_x),
+  };
+  for (auto const& text : ops) {
+    auto const r = compile_text(text, c.syms);
+    auto const summaries = match::summarize(c.m);
+    for (auto const e : c.m.graph().edges()) {
+      match::bindings b;
+      auto const full = c.eval(r.operators[0], e, b);
+      auto const pf = match::prefilter_check(r.operators[0].pre, summaries[tfg::graph::index(e)]);
+      INFO(text << " edge " << e);
+      if (pf != match::reject_stage::accepted) CHECK(full == pf);
+    }
+    auto const set = match::construct(c.m, std::span<const match::compiled_operator>(r.operators));
+    auto const slow = match::construct(c.m, std::span<const match::compiled_operator>(r.operators),
+                                       {.use_prefilter = false});
+    CHECK(slow.candidates.size() == set.candidates.size());
+    for (int s = 1; s < 6; ++s)
+      CHECK(slow.total.by_stage[s] == set.total.by_stage[s] + set.total.prefilter_as[s]);
+  }
+}
+
+TEST_CASE("match: construct counts every (edge, operator) pair once, by first rejecting stage") {
+  chain c;
+  auto const r = compile_text(
+      op_text("anchor %x", std::string("require input { rank(%x) == 2 }\n") + replace_x) +
+          op_text("anchor %y", std::string("pattern { %y = aten::gelu(%x, _) }\n") +
+                                   "replace { %c = aten::clone(%y, none) rewire consumers(%y) -> %c }", "u")
+              .substr(6),
+      c.syms);
+  REQUIRE(r.operators.size() == 2);
+  auto const set = match::construct(c.m, std::span<const match::compiled_operator>(r.operators), {.record_pairs = true});
+  std::size_t const edges = c.m.graph().edge_count();
+  CHECK(set.total.pairs() == edges * 2);
+  CHECK(set.pairs.size() == edges * 2);
+  CHECK(set.per_operator[0][match::reject_stage::accepted] == edges);  // every edge is rank 2
+  CHECK(set.per_operator[1][match::reject_stage::accepted] == 1);      // only the gelu output
+  CHECK(set.candidates.size() == edges + 1);
+  for (auto const& cand : set.candidates) {
+    if (cand.op == 1) CHECK(cand.anchor == c.g);
+    auto const& op = r.operators[cand.op];
+    REQUIRE(set.values_of(cand).size() == op.values.size());
+    CHECK(set.values_of(cand)[op.anchor] == cand.anchor);
+    CHECK(set.nodes_of(cand).size() == op.pattern.size());
+    CHECK(set.bound(cand).values[op.anchor] == cand.anchor);
+  }
+}
+
+TEST_CASE("match: sampled parameters are drawn from their domains") {
+  match::symbol_table syms;
+  auto const r = compile_text(op_text("anchor %x", std::string("param $k : int in [1, 8]\nparam $p : float in [0.5, 1.0]\n"
+                                                               "param $a in {aten::relu, aten::gelu}\nparam $b : bool\n"
+                                                               "replace { %c = $a(%x) %d = aten::mul(%c, $k) "
+                                                               "%e = aten::mul(%d, $p) %f = aten::mul(%e, $b) "
+                                                               "rewire consumers(%x) -> %f }")),
+                              syms);
+  auto const& op = r.operators[0];
+  std::mt19937_64 rng(7);
+  std::set<std::int64_t> ks, acts;
+  for (int i = 0; i < 200; ++i) {
+    auto const p = match::sample_params(op, rng);
+    auto const k = std::get<std::int64_t>(p[0]);
+    CHECK((k >= 1 && k <= 8));
+    ks.insert(k);
+    auto const f = std::get<double>(p[1]);
+    CHECK((f >= 0.5 && f <= 1.0));
+    acts.insert(std::get<std::int64_t>(p[2]));
+    CHECK(std::holds_alternative<bool>(p[3]));
+  }
+  CHECK(ks.size() == 8);
+  CHECK(acts == std::set<std::int64_t>{syms.find("aten::relu"), syms.find("aten::gelu")});
+}

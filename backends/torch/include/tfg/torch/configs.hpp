@@ -1,0 +1,442 @@
+#pragma once
+/// Execution configurations: semantically equivalent ways to run one model (a seed or a
+/// mutant), each named, described and checked for availability, so that oracles
+/// (compare.hpp) can judge their disagreements. In-process: a configuration that crashes the
+/// process is not contained here (worker-process isolation is a separate layer).
+///
+/// | name                | how                                                          | compared with   |
+/// |---------------------|--------------------------------------------------------------|-----------------|
+/// | eager_op_by_op      | tfg::torch::executor, one op at a time (the reference)       | -               |
+/// | graph_executor      | `to_module` + `forward` after warm-up (profiling executor)   | eager_op_by_op  |
+/// | frozen_optimized    | `freeze` + `optimize_for_inference` (oneDNN, conv-bn folding)| eager_op_by_op  |
+/// | float64_reference   | floating constants, dtype arguments and inputs widened to f64| eager_op_by_op  |
+/// | channels_last       | rank-4 floating inputs in channels_last memory format        | eager_op_by_op  |
+/// | threads_1_vs_n      | op by op with N = hardware threads (others run with 1)      | eager_op_by_op  |
+/// | autograd_eager      | d(sum of floating outputs)/d(floating inputs), op by op      | -               |
+/// | autograd_float64    | those gradients on the float64-widened model (judge's ref.)  | autograd_eager  |
+/// | autograd            | the same gradients through the graph executor                | autograd_eager  |
+/// | cuda_eager          | op by op on CUDA (only when `at::hasCUDA()`)                 | eager_op_by_op  |
+/// | cuda_graph_executor | graph executor on CUDA (only when `at::hasCUDA()`)           | eager_op_by_op  |
+///
+/// Every configuration runs with `run_options::threads` intra-op threads (1 by default, so runs
+/// are deterministic) except threads_1_vs_n; the previous setting is restored afterwards. The TE
+/// fuser is never forced on CPU (Debian's build has no LLVM; see libtorch-notes.md).
+#include <tfg/torch/compat_configs.hpp>
+#include <tfg/torch/execute.hpp>
+#include <tfg/torch/export.hpp>
+#include <tfg/torch/import.hpp>
+#include <tfg/torch/inputs.hpp>
+#include <tfg/torch/model.hpp>
+
+#include <ATen/core/grad_mode.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/jit/ir/constants.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+namespace tfg::torch {
+
+/// One execution configuration as `flowmut configs` lists it.
+struct config_info {
+  std::string name;
+  std::string description;
+  bool available = true;
+  std::string why_not;    ///< when not available: the reason, for the user
+  std::string reference;  ///< the configuration its results are compared with; empty for a reference
+};
+
+/// One leaf of a returned value, flattened depth-first: tuples and lists are opened, anything
+/// else (tensor, int, float, bool, None, ...) is a leaf. `path` names its position: "" for a
+/// bare value, "1" for element 1 of the returned tuple, "1.0" for element 0 of that, and
+/// "grad.K" for the gradient w.r.t. positional input K (autograd configurations).
+struct output_leaf {
+  std::string path;
+  c10::IValue value;  ///< tensors are detached and on the CPU
+};
+using output_list = std::vector<output_leaf>;
+
+struct run_options {
+  std::size_t warmup = 2;     ///< untimed runs on the first input before timing (profiling executor: >= 2)
+  int threads = 1;            ///< intra-op threads for every configuration but threads_1_vs_n
+  std::size_t max_inputs = 0; ///< run only the first max_inputs inputs; 0: all of them
+};
+
+/// What one configuration produced. Never thrown: a failure is recorded in `error`.
+struct run_result {
+  std::string config;
+  std::vector<output_list> outputs;  ///< per input, in input order (empty on error)
+  double wall_ms = 0;                ///< the timed runs (all inputs), excluding preparation and warm-up
+  double prepare_ms = 0;             ///< export / freeze / conversion plus warm-up
+  std::int64_t peak_rss_bytes = 0;   ///< process peak RSS after the run (monotonic, process-wide)
+  /// Floating outputs are float64 because the configuration widened the model; compare them
+  /// after converting back to the other side's floating dtype.
+  bool widened = false;
+  std::string error;  ///< exception message (c10 "Exception raised from" tail trimmed); empty: ok
+
+  [[nodiscard]] bool ok() const noexcept { return error.empty(); }
+};
+
+namespace config_detail {
+
+/// Trims the c10 backtrace ("\nException raised from ...") and trailing blank lines.
+[[nodiscard]] inline std::string clean_error(std::string what) {
+  if (auto p = what.find("Exception raised from"); p != std::string::npos) what.resize(p);
+  while (!what.empty() && (what.back() == '\n' || what.back() == ' ')) what.pop_back();
+  return what.empty() ? std::string("unknown error") : what;
+}
+
+[[nodiscard]] inline std::string child_path(const std::string& path, std::size_t i) {
+  return path.empty() ? std::to_string(i) : path + "." + std::to_string(i);
+}
+
+inline void flatten(const c10::IValue& v, const std::string& path, output_list& out) {
+  if (v.isTuple()) {
+    const auto& elems = v.toTupleRef().elements();
+    for (std::size_t i = 0; i < elems.size(); ++i) flatten(elems[i], child_path(path, i), out);
+  } else if (v.isList()) {
+    const auto list = v.toList();
+    for (std::size_t i = 0; i < list.size(); ++i) flatten(list.get(i), child_path(path, i), out);
+  } else if (v.isTensor()) {
+    auto t = v.toTensor();
+    if (t.defined()) {
+      t = t.detach();
+      if (!t.device().is_cpu()) t = t.to(c10::kCPU);
+    }
+    out.push_back({path, c10::IValue(t)});
+  } else {
+    out.push_back({path, v});
+  }
+}
+
+/// A deep-enough copy of one input: tensors (also inside lists and tuples) are cloned, so that
+/// a model mutating its inputs in place cannot leak into the next configuration.
+[[nodiscard]] inline c10::IValue clone_input(const c10::IValue& v,
+                                             const std::function<at::Tensor(const at::Tensor&)>& tf) {
+  if (v.isTensor()) {
+    const auto& t = v.toTensor();
+    return t.defined() ? c10::IValue(tf ? tf(t) : t.clone()) : v;
+  }
+  if (v.isTensorList()) {
+    auto list = v.toTensorList();
+    c10::List<at::Tensor> copy;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      at::Tensor t = list.get(i);
+      copy.push_back(tf ? tf(t) : t.clone());
+    }
+    return c10::IValue(copy);
+  }
+  if (v.isTuple()) {
+    std::vector<c10::IValue> elems;
+    for (const auto& e : v.toTupleRef().elements()) elems.push_back(clone_input(e, tf));
+    return c10::ivalue::Tuple::create(std::move(elems));
+  }
+  return v;
+}
+
+[[nodiscard]] inline bool is_float_dtype(c10::ScalarType s) {
+  return s == c10::kFloat || s == c10::kHalf || s == c10::kBFloat16 || s == c10::kDouble;
+}
+
+/// `m` with every floating tensor constant, every floating dtype argument (`ScalarType`
+/// parameters of a schema, e.g. `aten::to(x, dtype=float)`) widened to float64. Integer and
+/// bool tensors (indices, masks) are left alone. Works on the exported TorchScript graph (where
+/// schemas tell dtype arguments from plain ints) and imports the result back.
+[[nodiscard]] inline model widened_model(const model& m) {
+  namespace jit = ::torch::jit;
+  auto module = to_module(m);
+  auto graph = module.get_method("forward").graph()->copy();
+  std::vector<jit::Node*> nodes(graph->nodes().begin(), graph->nodes().end());
+  for (jit::Node* n : nodes) {
+    if (n->kind() == c10::prim::Constant) {
+      if (n->output()->type()->kind() != c10::TypeKind::TensorType) continue;
+      auto iv = jit::toIValue(n->output());
+      if (!iv || !iv->isTensor()) continue;
+      const auto& t = iv->toTensor();
+      if (!t.defined() || !is_float_dtype(t.scalar_type()) || t.scalar_type() == c10::kDouble) continue;
+      jit::WithInsertPoint guard(n);
+      auto* c = graph->insertConstant(c10::IValue(t.to(c10::kDouble)));
+      n->output()->replaceAllUsesWith(c);
+      n->destroy();
+      continue;
+    }
+    const auto* schema = n->maybeSchema();
+    if (!schema) continue;
+    const auto& args = schema->arguments();
+    for (std::size_t i = 0; i < n->inputs().size() && i < args.size(); ++i) {
+      if (!compat::is_scalar_type_argument(args[i])) continue;
+      auto iv = jit::toIValue(n->input(i));
+      if (!iv || !iv->isInt()) continue;
+      const auto s = static_cast<c10::ScalarType>(iv->toInt());
+      if (!is_float_dtype(s) || s == c10::kDouble) continue;
+      jit::WithInsertPoint guard(n);
+      n->replaceInput(i, graph->insertConstant(static_cast<std::int64_t>(c10::kDouble)));
+    }
+  }
+  return torchscript_importer::from_graph(*graph, m.source + " (float64)");
+}
+
+[[nodiscard]] inline c10::IValue on_device(const c10::IValue& v, c10::Device d) {
+  if (v.isTensor() && v.toTensor().defined()) return c10::IValue(v.toTensor().to(d));
+  if (v.isDevice()) return c10::IValue(d);
+  return v;
+}
+
+/// `m` with its tensor constants and device arguments moved to `d` (for exporting to a module
+/// that runs there: graph constants do not follow `Module::to`).
+[[nodiscard]] inline model model_on_device(const model& m, c10::Device d) {
+  model out = m;
+  for (auto n : out.graph.nodes()) {
+    auto& data = out.graph.data(n);
+    if (data.constant.isTensor()) data.constant = on_device(data.constant, d);
+    for (auto& a : data.args) {
+      a.constant = on_device(a.constant, d);
+      for (auto& item : a.items) item.constant = on_device(item.constant, d);
+    }
+  }
+  return out;
+}
+
+[[nodiscard]] inline int hardware_threads() {
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+using forward_fn = std::function<c10::IValue(const std::vector<c10::IValue>&)>;
+using input_transform = std::function<at::Tensor(const at::Tensor&)>;
+
+[[nodiscard]] inline double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+[[nodiscard]] inline std::size_t input_count(const input_set& inputs, const run_options& opt) {
+  return opt.max_inputs == 0 ? inputs.size() : std::min(inputs.size(), opt.max_inputs);
+}
+
+[[nodiscard]] inline std::vector<c10::IValue> prepared(const std::vector<c10::IValue>& in, const input_transform& tf) {
+  std::vector<c10::IValue> out;
+  out.reserve(in.size());
+  for (const auto& v : in) out.push_back(clone_input(v, tf));
+  return out;
+}
+
+/// Runs a forward configuration: `make` builds the callable (timed as preparation), then
+/// `opt.warmup` runs on the first input, then one timed run per input.
+inline void run_forward(run_result& r, const input_set& inputs, const run_options& opt,
+                        const std::function<forward_fn()>& make, const input_transform& tf) {
+  at::NoGradGuard no_grad;
+  const auto t0 = std::chrono::steady_clock::now();
+  forward_fn fn = make();
+  const std::size_t n = input_count(inputs, opt);
+  for (std::size_t w = 0; w < opt.warmup && n > 0; ++w) (void)fn(prepared(inputs[0], tf));
+  r.prepare_ms = ms_since(t0);
+  std::vector<std::vector<c10::IValue>> args;
+  for (std::size_t i = 0; i < n; ++i) args.push_back(prepared(inputs[i], tf));
+  std::vector<c10::IValue> results;
+  const auto t1 = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < n; ++i) results.push_back(fn(args[i]));
+  r.wall_ms = ms_since(t1);
+  for (const auto& v : results) {
+    output_list leaves;
+    flatten(v, "", leaves);
+    r.outputs.push_back(std::move(leaves));
+  }
+}
+
+/// Gradients of loss = sum over floating output tensors of `out.sum()` (accumulated in f64)
+/// w.r.t. every floating input tensor (after `tf`, e.g. widening to f64). A model without a
+/// floating input fails with "no floating input tensor ...". The leaves are passed through a
+/// `clone()`, so in-place ops on inputs stay legal. An input the loss does not depend on gets a
+/// zero gradient.
+inline void run_gradients(run_result& r, const input_set& inputs, const run_options& opt,
+                          const std::function<forward_fn()>& make, const input_transform& tf = {}) {
+  at::AutoGradMode grad_mode(true);
+  const auto t0 = std::chrono::steady_clock::now();
+  forward_fn fn = make();
+  auto gradients = [&](const std::vector<c10::IValue>& in) {
+    std::vector<at::Tensor> leaves;
+    std::vector<std::size_t> positions;
+    std::vector<c10::IValue> args;
+    for (std::size_t k = 0; k < in.size(); ++k) {
+      if (in[k].isTensor() && in[k].toTensor().defined() && in[k].toTensor().is_floating_point()) {
+        auto leaf = (tf ? tf(in[k].toTensor()) : in[k].toTensor().clone()).detach().requires_grad_(true);
+        leaves.push_back(leaf);
+        positions.push_back(k);
+        args.push_back(c10::IValue(leaf.clone()));
+      } else {
+        args.push_back(clone_input(in[k], {}));
+      }
+    }
+    if (leaves.empty()) throw model_error("no floating input tensor to differentiate with respect to");
+    const c10::IValue out = fn(args);
+    at::Tensor loss;
+    std::function<void(const c10::IValue&)> add = [&](const c10::IValue& v) {
+      if (v.isTuple()) {
+        for (const auto& e : v.toTupleRef().elements()) add(e);
+      } else if (v.isList()) {
+        const auto list = v.toList();
+        for (std::size_t i = 0; i < list.size(); ++i) add(list.get(i));
+      } else if (v.isTensor() && v.toTensor().defined() && v.toTensor().is_floating_point() &&
+                 v.toTensor().requires_grad()) {
+        auto s = v.toTensor().sum().to(c10::kDouble);
+        loss = loss.defined() ? loss + s : s;
+      }
+    };
+    add(out);
+    if (!loss.defined()) throw model_error("no floating output depends on a floating input (nothing to differentiate)");
+    auto grads = ::torch::autograd::grad({loss}, leaves, {}, /*retain_graph=*/false, /*create_graph=*/false,
+                                         /*allow_unused=*/true);
+    output_list result;
+    for (std::size_t j = 0; j < leaves.size(); ++j) {
+      at::Tensor g = grads[j].defined() ? grads[j].detach() : at::zeros_like(leaves[j]);
+      result.push_back({"grad." + std::to_string(positions[j]), c10::IValue(g.to(c10::kCPU))});
+    }
+    return result;
+  };
+  const std::size_t n = input_count(inputs, opt);
+  for (std::size_t w = 0; w < opt.warmup && n > 0; ++w) (void)gradients(inputs[0]);
+  r.prepare_ms = ms_since(t0);
+  const auto t1 = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < n; ++i) r.outputs.push_back(gradients(inputs[i]));
+  r.wall_ms = ms_since(t1);
+}
+
+[[nodiscard]] inline forward_fn eager(std::shared_ptr<const model> m, execute_options eo = {}) {
+  auto ex = std::make_shared<executor>(*m, eo);
+  return [m = std::move(m), ex](const std::vector<c10::IValue>& in) { return ex->run(in); };
+}
+
+[[nodiscard]] inline forward_fn scripted(::torch::jit::Module module, std::optional<c10::Device> device = {}) {
+  return [module, device](const std::vector<c10::IValue>& in) mutable {
+    if (!device) return module.forward(in);
+    std::vector<c10::IValue> moved;
+    for (const auto& v : in) moved.push_back(v.isTensor() ? on_device(v, *device) : v);
+    return module.forward(std::move(moved));
+  };
+}
+
+}  // namespace config_detail
+
+/// Every configuration this build knows, in a fixed order, with availability on this machine.
+[[nodiscard]] inline std::vector<config_info> list_configs() {
+  const bool cuda = compat::cuda_available();
+  const std::string no_cuda = "this LibTorch has no CUDA or no CUDA device is visible (at::hasCUDA() is false)";
+  const int hw = config_detail::hardware_threads();
+  return {
+      {"eager_op_by_op", "op by op with tfg::torch::executor; the reference", true, "", ""},
+      {"graph_executor",
+       "the model exported with to_module, run through TorchScript forward after warm-up runs (profiling "
+       "executor; the TE fuser is not forced on CPU)",
+       true, "", "eager_op_by_op"},
+      {"frozen_optimized",
+       "torch::jit::freeze + optimize_for_inference on the exported module (conv-bn folding, oneDNN ops)", true, "",
+       "eager_op_by_op"},
+      {"float64_reference",
+       "op by op with floating tensor constants, floating dtype arguments and floating inputs in float64 "
+       "(integer and bool tensors untouched); outputs compared after conversion back",
+       true, "", "eager_op_by_op"},
+      {"channels_last", "op by op with rank-4 floating inputs in channels_last memory format", true, "",
+       "eager_op_by_op"},
+      {"threads_1_vs_n",
+       "op by op with " + std::to_string(std::max(2, hw)) +
+           " intra-op threads (the hardware concurrency; every other configuration runs with run_options::threads, "
+           "1 by default)",
+       hw >= 2, hw >= 2 ? "" : "this machine has one hardware thread", "eager_op_by_op"},
+      {"autograd_eager",
+       "gradients of sum(floating outputs) w.r.t. the floating inputs, op by op; the reference for autograd", true,
+       "", ""},
+      {"autograd_float64",
+       "the autograd_eager gradients on the float64-widened model (as float64_reference); the judge's reference "
+       "for autograd",
+       true, "", "autograd_eager"},
+      {"autograd", "the same gradients through the TorchScript graph executor (after warm-up)", true, "",
+       "autograd_eager"},
+      {"cuda_eager", "op by op on CUDA device 0", cuda, cuda ? "" : no_cuda, "eager_op_by_op"},
+      {"cuda_graph_executor", "the exported module with constants on CUDA device 0, run through forward", cuda,
+       cuda ? "" : no_cuda, "eager_op_by_op"},
+  };
+}
+
+/// The entry of `list_configs()` named `name`, or nullptr.
+[[nodiscard]] inline std::optional<config_info> find_config(std::string_view name) {
+  for (auto& c : list_configs())
+    if (c.name == name) return c;
+  return std::nullopt;
+}
+
+/// Runs `m` on (the first `opt.max_inputs` of) `inputs` in configuration `name`. Never throws:
+/// an unknown or unavailable configuration, or any failure while preparing or running, is
+/// reported in `run_result::error`.
+[[nodiscard]] inline run_result run_config(std::string_view name, const model& m, const input_set& inputs,
+                                           const run_options& opt = {}) {
+  run_result r;
+  r.config = std::string(name);
+  const auto info = find_config(name);
+  if (!info) {
+    r.error = "unknown configuration `" + r.config + "`";
+    return r;
+  }
+  if (!info->available) {
+    r.error = "configuration `" + r.config + "` is not available: " + info->why_not;
+    return r;
+  }
+  const int threads = name == "threads_1_vs_n" ? std::max(2, config_detail::hardware_threads()) : opt.threads;
+  try {
+    compat::intra_op_threads thread_scope(threads);
+    namespace cd = config_detail;
+    auto shared = [&] { return std::make_shared<const model>(m); };
+    auto widened = [&] { return std::make_shared<const model>(cd::widened_model(m)); };
+    const cd::input_transform to_f64 = [](const at::Tensor& t) {
+      return cd::is_float_dtype(t.scalar_type()) ? t.to(c10::kDouble, /*non_blocking=*/false, /*copy=*/true)
+                                                 : t.clone();
+    };
+    const cd::input_transform to_channels_last = [](const at::Tensor& t) {
+      return t.dim() == 4 && t.is_floating_point() ? t.clone(at::MemoryFormat::ChannelsLast) : t.clone();
+    };
+    if (name == "eager_op_by_op" || name == "threads_1_vs_n") {
+      cd::run_forward(r, inputs, opt, [&] { return cd::eager(shared()); }, {});
+    } else if (name == "graph_executor") {
+      cd::run_forward(r, inputs, opt, [&] { return cd::scripted(to_module(m)); }, {});
+    } else if (name == "frozen_optimized") {
+      cd::run_forward(r, inputs, opt, [&] { return cd::scripted(compat::freeze_and_optimize(to_module(m))); }, {});
+    } else if (name == "float64_reference") {
+      r.widened = true;
+      cd::run_forward(r, inputs, opt, [&] { return cd::eager(widened()); }, to_f64);
+    } else if (name == "channels_last") {
+      cd::run_forward(r, inputs, opt, [&] { return cd::eager(shared()); }, to_channels_last);
+    } else if (name == "autograd_eager") {
+      cd::run_gradients(r, inputs, opt, [&] { return cd::eager(shared()); });
+    } else if (name == "autograd_float64") {
+      r.widened = true;
+      cd::run_gradients(r, inputs, opt, [&] { return cd::eager(widened()); }, to_f64);
+    } else if (name == "autograd") {
+      cd::run_gradients(r, inputs, opt, [&] { return cd::scripted(to_module(m)); });
+    } else if (name == "cuda_eager") {
+      execute_options eo;
+      eo.device = c10::Device(c10::kCUDA, 0);
+      cd::run_forward(r, inputs, opt, [&] { return cd::eager(shared(), eo); }, {});
+    } else if (name == "cuda_graph_executor") {
+      const c10::Device cuda(c10::kCUDA, 0);
+      cd::run_forward(r, inputs, opt, [&] { return cd::scripted(to_module(cd::model_on_device(m, cuda)), cuda); }, {});
+    } else {
+      r.error = "configuration `" + r.config + "` is listed but has no runner";
+    }
+  } catch (const std::exception& e) {
+    r.outputs.clear();
+    r.error = config_detail::clean_error(e.what());
+  } catch (...) {
+    r.outputs.clear();
+    r.error = "unknown exception";
+  }
+  r.peak_rss_bytes = compat::peak_rss_bytes();
+  return r;
+}
+
+}  // namespace tfg::torch

@@ -1,0 +1,355 @@
+// Execution configurations (configs.hpp) and the oracles that compare them (compare.hpp):
+// every available configuration agrees with the op-by-op reference on the default seed; the
+// float64 configuration leaves integer and bool tensors alone; the verdict kinds; errors never
+// throw. "config zoo" measures every configuration on every zoo seed (only with TFG_ZOO_DIR).
+#include <tfg/oracle/verdict.hpp>
+#include <tfg/torch/compare.hpp>
+#include <tfg/torch/configs.hpp>
+#include <tfg/torch/import.hpp>
+#include <tfg/torch/inputs.hpp>
+
+#include <doctest/doctest.h>
+#include <torch/csrc/jit/ir/irparser.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <limits>
+#include <set>
+
+namespace {
+
+namespace tt = tfg::torch;
+namespace oracle = tfg::oracle;
+namespace fs = std::filesystem;
+using oracle::verdict_kind;
+
+const std::string tiny_path = std::string(TFG_SOURCE_DIR) + "/tests/data/tiny_mix.pt";
+const std::string tiny_inputs = std::string(TFG_SOURCE_DIR) + "/tests/data/tiny_mix.inputs.pt";
+
+tt::model from_ir(const std::string& ir) {
+  auto g = std::make_shared<::torch::jit::Graph>();
+  ::torch::jit::parseIR(ir, g.get());
+  return tt::torchscript_importer::from_graph(*g, "test.ir");
+}
+
+bool is_autograd(const std::string& name) { return name.rfind("autograd", 0) == 0; }
+
+/// The first floating tensor leaf of the first input's outputs.
+std::size_t first_float_leaf(const tt::run_result& r) {
+  for (std::size_t j = 0; j < r.outputs.at(0).size(); ++j) {
+    const auto& v = r.outputs[0][j].value;
+    if (v.isTensor() && v.toTensor().is_floating_point() && v.toTensor().numel() > 1) return j;
+  }
+  FAIL("no floating output");
+  return 0;
+}
+
+/// `r` with output leaf j of input 0 replaced by f(tensor).
+template <class F>
+tt::run_result modified(const tt::run_result& r, std::size_t j, F&& f) {
+  tt::run_result out = r;
+  out.config = "modified";
+  out.outputs[0][j].value = c10::IValue(f(r.outputs[0][j].value.toTensor().clone()));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("config list: every configuration is named, described, and CUDA ones say why not") {
+  const auto configs = tt::list_configs();
+  std::set<std::string> names;
+  for (const auto& c : configs) {
+    names.insert(c.name);
+    CHECK_FALSE(c.description.empty());
+    if (!c.available) CHECK_FALSE(c.why_not.empty());
+  }
+  for (const char* n : {"eager_op_by_op", "graph_executor", "frozen_optimized", "float64_reference", "channels_last",
+                        "threads_1_vs_n", "autograd_eager", "autograd_float64", "autograd", "cuda_eager",
+                        "cuda_graph_executor"})
+    CHECK(names.count(n) == 1);
+  for (const char* n : {"cuda_eager", "cuda_graph_executor"}) {
+    const auto c = tt::find_config(n);
+    REQUIRE(c);
+    CHECK(c->available == at::hasCUDA());
+    if (!at::hasCUDA()) CHECK(c->why_not.find("CUDA") != std::string::npos);
+  }
+  auto m = tt::torchscript_importer().load(tiny_path);
+  auto inputs = tt::load_inputs(tiny_inputs);
+  if (!at::hasCUDA()) {
+    const auto r = tt::run_config("cuda_eager", m, inputs);
+    CHECK_FALSE(r.ok());
+    CHECK(r.error.find("not available") != std::string::npos);
+  }
+  const auto u = tt::run_config("no_such_config", m, inputs);
+  CHECK(u.error.find("unknown configuration") != std::string::npos);
+}
+
+TEST_CASE("config runs: every available configuration agrees with the reference on tiny_mix") {
+  auto m = tt::torchscript_importer().load(tiny_path);
+  auto inputs = tt::load_inputs(tiny_inputs);
+  REQUIRE(!inputs.empty());
+  const int threads_before = at::get_num_threads();
+  const auto ref = tt::run_config("eager_op_by_op", m, inputs);
+  REQUIRE_MESSAGE(ref.ok(), ref.error);
+  REQUIRE(ref.outputs.size() == inputs.size());
+  const auto f64 = tt::run_config("float64_reference", m, inputs);
+  REQUIRE_MESSAGE(f64.ok(), f64.error);
+  CHECK(f64.widened);
+  {
+    const auto v = tt::judge(ref, f64, {}, &m);
+    INFO(v.message);
+    CHECK(v.kind <= verdict_kind::within_tolerance);
+  }
+  for (const auto& c : tt::list_configs()) {
+    if (!c.available || is_autograd(c.name) || c.name == "eager_op_by_op" || c.name == "float64_reference") continue;
+    CAPTURE(c.name);
+    const auto r = tt::run_config(c.name, m, inputs);
+    REQUIRE_MESSAGE(r.ok(), r.error);
+    CHECK(r.outputs.size() == inputs.size());
+    CHECK(r.wall_ms >= 0);
+    const auto v = tt::judge(ref, r, {}, &m, &f64);
+    INFO(v.message);
+    CHECK(v.kind <= verdict_kind::within_tolerance);
+    // libtorch-notes.md 5: the graph executor is identical to the own executor, and 1 vs N
+    // threads were bit-equal on every seed but one.
+    if (c.name == "graph_executor" || c.name == "threads_1_vs_n") CHECK(v.kind == verdict_kind::equal);
+  }
+  CHECK(at::get_num_threads() == threads_before);
+  const auto ga = tt::run_config("autograd_eager", m, inputs);
+  const auto gb = tt::run_config("autograd", m, inputs);
+  REQUIRE_MESSAGE(ga.ok(), ga.error);
+  REQUIRE_MESSAGE(gb.ok(), gb.error);
+  REQUIRE(!ga.outputs.at(0).empty());
+  CHECK(ga.outputs[0][0].path.rfind("grad.", 0) == 0);
+  const auto g64 = tt::run_config("autograd_float64", m, inputs);
+  REQUIRE_MESSAGE(g64.ok(), g64.error);
+  CHECK(g64.widened);
+  const auto v64 = tt::judge(ga, g64);
+  INFO(v64.message);
+  CHECK(v64.kind <= verdict_kind::within_tolerance);
+  const auto v = tt::judge(ga, gb, {}, &m, &g64);
+  INFO(v.message);
+  CHECK(v.kind <= verdict_kind::within_tolerance);
+}
+
+TEST_CASE("config float64_reference widens floating tensors and dtype arguments, not int or bool tensors") {
+  auto m = from_ir(R"IR(
+graph(%x : Tensor, %i : Tensor, %mask : Tensor):
+  %none : NoneType = prim::Constant()
+  %false : bool = prim::Constant[value=0]()
+  %float : int = prim::Constant[value=6]()
+  %one : int = prim::Constant[value=1]()
+  %fill : float = prim::Constant[value=-2.5]()
+  %fi : Tensor = aten::to(%i, %float, %false, %false, %none)
+  %p : Tensor = aten::mm(%x, %fi)
+  %f : Tensor = aten::masked_fill(%p, %mask, %fill)
+  %j : Tensor = aten::add(%i, %one, %one)
+  %t : (Tensor, Tensor, Tensor) = prim::TupleConstruct(%f, %j, %mask)
+  return (%t)
+)IR");
+  const auto x = at::randn({2, 3});
+  const auto i = at::arange(9, at::TensorOptions().dtype(c10::kLong)).reshape({3, 3});
+  const auto mask = at::rand({2, 3}).gt(0.5);
+  const tt::input_set inputs{{x, i, mask}};
+  const auto r = tt::run_config("float64_reference", m, inputs);
+  REQUIRE_MESSAGE(r.ok(), r.error);  // mm(f64, f32) would fail if the dtype argument stayed float
+  REQUIRE(r.outputs.at(0).size() == 3);
+  const auto& o = r.outputs[0];
+  CHECK(o[0].path == "0");
+  CHECK((o[0].value.toTensor().scalar_type() == c10::kDouble));
+  CHECK((o[1].value.toTensor().scalar_type() == c10::kLong));
+  CHECK(at::equal(o[1].value.toTensor(), i + 1));
+  CHECK((o[2].value.toTensor().scalar_type() == c10::kBool));
+  CHECK(at::equal(o[2].value.toTensor(), mask));
+  const auto ref = tt::run_config("eager_op_by_op", m, inputs);
+  REQUIRE_MESSAGE(ref.ok(), ref.error);
+  CHECK((ref.outputs[0][0].value.toTensor().scalar_type() == c10::kFloat));
+  const auto v = tt::judge(ref, r, {}, &m);
+  INFO(v.message);
+  CHECK(v.kind <= verdict_kind::within_tolerance);
+}
+
+TEST_CASE("config verdicts: perturbation, NaN, shape, dtype and tie-dependent outputs") {
+  auto m = tt::torchscript_importer().load(tiny_path);
+  auto inputs = tt::load_inputs(tiny_inputs);
+  const auto ref = tt::run_config("eager_op_by_op", m, inputs);
+  REQUIRE_MESSAGE(ref.ok(), ref.error);
+  const auto j = first_float_leaf(ref);
+  CHECK(tt::judge(ref, ref, {}, &m).kind == verdict_kind::equal);
+
+  SUBCASE("a tiny relative change is within tolerance") {
+    auto b = modified(ref, j, [](at::Tensor t) { return t * (1 + 1e-6); });
+    CHECK(tt::judge(ref, b, {}, &m).kind == verdict_kind::within_tolerance);
+  }
+  SUBCASE("a perturbed element is a numeric mismatch") {
+    auto b = modified(ref, j, [](at::Tensor t) {
+      t.view(-1)[0] += 0.5;
+      return t;
+    });
+    const auto v = tt::judge(ref, b, {}, &m);
+    CHECK(v.kind == verdict_kind::numeric_mismatch);
+    CHECK(v.config_b == "modified");
+    CHECK(v.input_index == 0);
+    CHECK(v.output_index == j);
+    CHECK(v.max_abs == doctest::Approx(0.5).epsilon(1e-3));
+    CHECK(oracle::is_finding(v.kind));
+  }
+  SUBCASE("NaN in one result only") {
+    auto b = modified(ref, j, [](at::Tensor t) {
+      t.view(-1)[1] = std::numeric_limits<float>::quiet_NaN();
+      return t;
+    });
+    CHECK(tt::judge(ref, b, {}, &m).kind == verdict_kind::nan_inf_mismatch);
+    CHECK(tt::judge(b, b, {}, &m).kind == verdict_kind::equal);  // NaN in both: fine
+  }
+  SUBCASE("Inf in one result only") {
+    auto b = modified(ref, j, [](at::Tensor t) {
+      t.view(-1)[0] = std::numeric_limits<float>::infinity();
+      return t;
+    });
+    CHECK(tt::judge(ref, b, {}, &m).kind == verdict_kind::nan_inf_mismatch);
+  }
+  SUBCASE("a shape difference is a state mismatch") {
+    auto b = modified(ref, j, [](at::Tensor t) { return t.reshape({-1}); });
+    const auto v = tt::judge(ref, b, {}, &m);
+    CHECK(v.kind == verdict_kind::state_mismatch);
+    CHECK(v.message.find("shape") != std::string::npos);
+  }
+  SUBCASE("a dtype difference is a state mismatch") {
+    auto b = modified(ref, j, [](at::Tensor t) { return t.to(c10::kDouble); });
+    CHECK(tt::judge(ref, b, {}, &m).kind == verdict_kind::state_mismatch);
+    b.widened = true;  // ... unless b is a widened float64 run
+    CHECK(tt::judge(ref, b, {}, &m).kind == verdict_kind::equal);
+  }
+  SUBCASE("a missing output is a state mismatch") {
+    auto b = ref;
+    b.outputs[0].pop_back();
+    CHECK(tt::judge(ref, b, {}, &m).kind == verdict_kind::state_mismatch);
+  }
+  SUBCASE("an error in one configuration") {
+    tt::run_result b;
+    b.config = "broken";
+    b.error = "boom";
+    const auto v = tt::judge(ref, b);
+    CHECK(v.kind == verdict_kind::error_in_one);
+    CHECK(v.message.find("boom") != std::string::npos);
+  }
+  SUBCASE("a difference the float64 reference explains is not a mismatch") {
+    // b is off by 2e-4 relative against a; the float64 value lies half way: b is no further from
+    // it than a is, so the difference is a's rounding as much as b's.
+    auto b = modified(ref, j, [](at::Tensor t) { return t * (1 + 2e-4); });
+    CHECK(tt::judge(ref, b, {}, &m).kind == verdict_kind::numeric_mismatch);
+    auto r64 = modified(ref, j, [](at::Tensor t) { return (t * (1 + 1e-4)).to(c10::kDouble); });
+    CHECK(tt::judge(ref, b, {}, &m, &r64).kind == verdict_kind::within_tolerance);
+    // ... but when a sits on the reference, b's deviation stays a mismatch.
+    auto exact64 = modified(ref, j, [](at::Tensor t) { return t.to(c10::kDouble); });
+    CHECK(tt::judge(ref, b, {}, &m, &exact64).kind == verdict_kind::numeric_mismatch);
+  }
+  SUBCASE("integer outputs of argmax are tie-dependent, never compared numerically") {
+    auto am = from_ir(R"IR(
+graph(%x : Tensor):
+  %d : int = prim::Constant[value=1]()
+  %k : bool = prim::Constant[value=0]()
+  %a : Tensor = aten::argmax(%x, %d, %k)
+  %s : Tensor = aten::add(%a, %d, %d)
+  %t : (Tensor, Tensor) = prim::TupleConstruct(%a, %s)
+  return (%t)
+)IR");
+    const tt::input_set in{{at::zeros({2, 4})}};
+    const auto a = tt::run_config("eager_op_by_op", am, in);
+    REQUIRE_MESSAGE(a.ok(), a.error);
+    auto b = a;
+    b.outputs[0][0].value = c10::IValue(a.outputs[0][0].value.toTensor() + 1);
+    const auto v = tt::judge(a, b, {}, &am);
+    CHECK(v.kind == verdict_kind::within_tolerance);
+    CHECK(v.tie_dependent);
+    b.outputs[0][1].value = c10::IValue(a.outputs[0][1].value.toTensor() + 1);  // not from argmax itself
+    CHECK(tt::judge(a, b, {}, &am).kind == verdict_kind::numeric_mismatch);
+    const auto ties = tt::tie_dependent_outputs(am, a.outputs[0]);
+    CHECK(ties == std::vector<bool>{true, false});
+  }
+}
+
+TEST_CASE("config errors: a model failing at run time gives error_in_both, never an exception") {
+  auto m = from_ir(R"IR(
+graph(%x : Tensor, %y : Tensor):
+  %z : Tensor = aten::mm(%x, %y)
+  return (%z)
+)IR");
+  const tt::input_set inputs{{at::randn({2, 3}), at::randn({4, 5})}};
+  const auto ref = tt::run_config("eager_op_by_op", m, inputs);
+  REQUIRE_FALSE(ref.ok());
+  CHECK(ref.error.find("aten::mm") != std::string::npos);
+  for (const auto& c : tt::list_configs()) {
+    if (!c.available) continue;
+    CAPTURE(c.name);
+    tt::run_result r;
+    REQUIRE_NOTHROW(r = tt::run_config(c.name, m, inputs));
+    CHECK_FALSE(r.ok());
+    CHECK(r.outputs.empty());
+    CHECK(r.error.find("Exception raised from") == std::string::npos);
+    const auto v = tt::judge(ref, r);
+    CHECK(v.kind == verdict_kind::error_in_both);
+    CHECK_FALSE(v.finding());
+  }
+}
+
+// Measurements for the lead: every configuration on every zoo seed (first input only), against
+// the op-by-op reference (float64 run as the judge's reference). Skipped without TFG_ZOO_DIR.
+TEST_CASE("config zoo: every configuration on every seed") {
+  const char* dir = std::getenv("TFG_ZOO_DIR");
+  if (!dir || !*dir || !fs::is_directory(dir)) return;
+  std::vector<fs::path> seeds;
+  for (const auto& f : fs::directory_iterator(dir)) {
+    const auto name = f.path().filename().string();
+    if (f.path().extension() == ".pt" && name.find(".inputs.") == std::string::npos) seeds.push_back(f.path());
+  }
+  std::sort(seeds.begin(), seeds.end());
+  if (const char* only = std::getenv("TFG_ZOO_ONLY"))
+    std::erase_if(seeds, [&](const fs::path& p) { return p.stem().string().find(only) == std::string::npos; });
+  tt::run_options opt;
+  opt.max_inputs = 1;
+  std::printf("%-20s %-20s %-17s %10s %10s %9s %s\n", "seed", "config", "verdict", "max_abs", "max_rel", "ms",
+              "note");
+  for (const auto& seed : seeds) {
+    const auto name = seed.stem().string();
+    tt::model m;
+    tt::input_set inputs;
+    try {
+      m = tt::torchscript_importer().load(seed.string());
+      inputs = tt::load_inputs(tt::inputs_path_for(seed.string()));
+    } catch (const std::exception& e) {
+      std::printf("%-20s load failed: %s\n", name.c_str(), e.what());
+      continue;
+    }
+    const auto ref = tt::run_config("eager_op_by_op", m, inputs, opt);
+    const auto f64 = tt::run_config("float64_reference", m, inputs, opt);
+    auto line = [&](const std::string& config, const tt::run_result& r, const oracle::verdict& v) {
+      std::string note = r.ok() ? "" : r.error;
+      if (r.ok() && oracle::is_finding(v.kind)) note = v.message;
+      if (v.tie_dependent) note = "tie-dependent: " + v.message;
+      if (auto nl = note.find('\n'); nl != std::string::npos) note.resize(nl);
+      if (note.size() > 160) note.resize(160);
+      std::printf("%-20s %-20s %-17s %10.3g %10.3g %9.1f %s\n", name.c_str(), config.c_str(),
+                  std::string(oracle::to_string(v.kind)).c_str(), v.max_abs, v.max_rel, r.wall_ms, note.c_str());
+      std::fflush(stdout);
+    };
+    line("eager_op_by_op", ref, oracle::verdict{});
+    line("float64_reference", f64, tt::judge(ref, f64, {}, &m));
+    for (const auto& c : tt::list_configs()) {
+      if (!c.available || is_autograd(c.name) || c.name == "eager_op_by_op" || c.name == "float64_reference") continue;
+      const auto r = tt::run_config(c.name, m, inputs, opt);
+      line(c.name, r, tt::judge(ref, r, {}, &m, &f64));
+    }
+    const auto ga = tt::run_config("autograd_eager", m, inputs, opt);
+    const auto g64 = tt::run_config("autograd_float64", m, inputs, opt);
+    const auto gb = tt::run_config("autograd", m, inputs, opt);
+    line("autograd_eager", ga, oracle::verdict{});
+    line("autograd_float64", g64, tt::judge(ga, g64));
+    line("autograd", gb, tt::judge(ga, gb, {}, &m, &g64));
+    const auto raw = tt::judge(ga, gb);  // without the float64 judge, for the record
+    if (raw.kind != tt::judge(ga, gb, {}, &m, &g64).kind) line("autograd(no f64 ref)", gb, raw);
+  }
+}

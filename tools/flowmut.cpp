@@ -1,4 +1,7 @@
 // flowmut: the command-line tool. The only place in the project that parses argv.
+#include <tfg/dsl/parse.hpp>
+#include <tfg/match/pool.hpp>
+#include <tfg/torch/ops_check.hpp>
 #include <tfg/torch/torch.hpp>
 
 #include <CLI/CLI.hpp>
@@ -8,8 +11,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 
 namespace {
 
@@ -137,6 +143,179 @@ int run_export(const std::string& in, const std::string& out) {
   return 0;
 }
 
+
+// ---- operator pool ----------------------------------------------------------------------------
+
+std::vector<std::filesystem::path> operator_dirs(const std::vector<std::string>& given) {
+  std::vector<std::filesystem::path> dirs(given.begin(), given.end());
+  if (!dirs.empty()) return dirs;
+  if (const char* env = std::getenv("TFG_OPERATORS")) return {env};
+  if (std::filesystem::is_directory(TFG_SOURCE_OPERATORS)) return {TFG_SOURCE_OPERATORS};
+  return {TFG_INSTALLED_OPERATORS};
+}
+
+struct loaded_pool {
+  tfg::match::symbol_table symbols;
+  std::shared_ptr<tfg::torch::extern_context> context = std::make_shared<tfg::torch::extern_context>();
+  tfg::match::pool pool;
+};
+
+/// Loads the pool; prints its diagnostics to stderr. Returns null when a file has errors.
+std::unique_ptr<loaded_pool> load_operators(const std::vector<std::string>& given) {
+  auto lp = std::make_unique<loaded_pool>();
+  lp->pool = tfg::match::load_pool(operator_dirs(given), lp->symbols, tfg::torch::torch_externs(lp->context));
+  for (const auto& d : lp->pool.diagnostics) std::cerr << d;
+  if (!lp->pool.ok()) {
+    std::cerr << "flowmut: " << lp->pool.errors << " error(s) in the operator files\n";
+    return nullptr;
+  }
+  return lp;
+}
+
+std::string_view object_name(tfg::dsl::object_kind k) {
+  constexpr std::string_view n[] = {"tensor", "operator", "relation", "subgraph"};
+  return n[static_cast<int>(k)];
+}
+std::string_view primitive_name(tfg::dsl::primitive_kind k) {
+  constexpr std::string_view n[] = {"update", "insertion", "deletion", "rewiring"};
+  return n[static_cast<int>(k)];
+}
+std::string origin_text(const tfg::match::compiled_operator& op) {
+  if (!op.ast || !op.ast->origin) return "";
+  const auto& o = *op.ast->origin;
+  std::string s = o.from_cg ? "cg " + o.study : "tfg";
+  if (!o.rule_id.empty()) s += " " + o.rule_id;
+  return s;
+}
+std::string params_text(const tfg::match::compiled_operator& op) {
+  std::string s;
+  for (const auto& p : op.params) s += (s.empty() ? "$" : " $") + p.name;
+  return s;
+}
+
+int run_ops_list(const std::vector<std::string>& dirs, bool json) {
+  auto lp = load_operators(dirs);
+  if (!lp) return 1;
+  const auto& ops = lp->pool.operators;
+  if (json) {
+    std::cout << "[";
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const auto& op = ops[i];
+      std::cout << (i ? ",\n " : "\n ") << "{\"name\":";
+      tfg::detail::write_json_string(std::cout, op.name);
+      std::cout << ",\"object\":\"" << object_name(op.object) << "\",\"primitive\":\"" << primitive_name(op.primitive)
+                << "\",\"origin\":";
+      tfg::detail::write_json_string(std::cout, origin_text(op));
+      std::cout << ",\"preserves_values\":" << (op.preserves_values ? "true" : "false") << ",\"parameters\":[";
+      for (std::size_t k = 0; k < op.params.size(); ++k) {
+        std::cout << (k ? "," : "");
+        tfg::detail::write_json_string(std::cout, op.params[k].name);
+      }
+      std::cout << "],\"file\":";
+      tfg::detail::write_json_string(std::cout, op.file);
+      std::cout << "}";
+    }
+    std::cout << "\n]\n";
+    return 0;
+  }
+  std::map<std::pair<int, int>, int> cells;
+  std::printf("%-40s %-9s %-10s %-22s %-9s %s\n", "operator", "object", "primitive", "origin", "preserves", "parameters");
+  for (const auto& op : ops) {
+    std::printf("%-40s %-9s %-10s %-22s %-9s %s\n", op.name.c_str(), std::string(object_name(op.object)).c_str(),
+                std::string(primitive_name(op.primitive)).c_str(), origin_text(op).c_str(),
+                op.preserves_values ? "values" : "", params_text(op).c_str());
+    ++cells[{static_cast<int>(op.object), static_cast<int>(op.primitive)}];
+  }
+  std::printf("\n%zu operators from %zu files; by object x primitive:\n%-10s %8s %10s %9s %9s\n", ops.size(),
+              lp->pool.files, "", "update", "insertion", "deletion", "rewiring");
+  for (int o = 0; o < 4; ++o) {
+    std::printf("%-10s", std::string(object_name(static_cast<tfg::dsl::object_kind>(o))).c_str());
+    for (int p = 0; p < 4; ++p) std::printf(" %9d", cells[{o, p}]);
+    std::printf("\n");
+  }
+  return 0;
+}
+
+int run_ops_check(const std::vector<std::string>& dirs, bool verbose) {
+  auto lp = load_operators(dirs);
+  if (!lp) return 1;
+  std::size_t total = 0, passed = 0, skipped = 0;
+  for (const auto& op : lp->pool.operators) {
+    for (const auto& ex : op.ast->examples) {
+      ++total;
+      auto r = tfg::torch::run_example(op, ex, lp->symbols, lp->pool.requirements, lp->context.get());
+      passed += r.passed;
+      skipped += r.skipped;
+      if (!r.passed || verbose)
+        std::cout << r.where << ": " << (r.passed ? "ok" : "FAIL") << ": " << (r.match ? "example match" : "example no_match")
+                  << " of " << r.op << ": " << r.message << "\n";
+    }
+  }
+  std::cout << passed << " of " << total << " examples of " << lp->pool.operators.size()
+            << " operators behave as declared";
+  if (skipped) std::cout << " (" << skipped << " skipped: no CUDA device)";
+  std::cout << "\n";
+  return passed == total ? 0 : 1;
+}
+
+int run_candidates(const std::string& model_path, const std::string& inputs_path, const std::vector<std::string>& dirs,
+                   bool probe) {
+  auto lp = load_operators(dirs);
+  if (!lp) return 1;
+  auto m = tfg::torch::torchscript_importer().load(model_path);
+  auto inputs = inputs_for(m, model_path, inputs_path, 0, {});
+  auto prof = tfg::torch::profiler({c10::Device(c10::kCPU), true, false, false}).run(m, inputs);
+  tfg::torch::torch_match_adapter adapter(m, prof, lp->symbols);
+  *lp->context = {&m, &prof};
+  const auto& ops = lp->pool.operators;
+  auto t0 = clock_type::now();
+  auto set = tfg::match::construct(adapter, std::span<const tfg::match::compiled_operator>(ops));
+  const double secs = std::chrono::duration<double>(clock_type::now() - t0).count();
+  const auto pairs = set.total.pairs();
+  std::printf("%s: %zu edges x %zu operators = %llu pairs in %.2f ms (%.1f M pairs/s); %zu candidates retained\n",
+              model_path.c_str(), m.graph.edge_count(), ops.size(), static_cast<unsigned long long>(pairs), secs * 1e3,
+              pairs / secs / 1e6, set.candidates.size());
+  std::printf("first rejecting stage:");
+  for (std::size_t s = 0; s + 1 < tfg::match::reject_stage_count; ++s)
+    std::printf(" %s %llu", std::string(tfg::match::name(static_cast<tfg::match::reject_stage>(s))).c_str(),
+                static_cast<unsigned long long>(set.total.by_stage[s]));
+  std::printf("\n");
+  std::vector<std::size_t> legal(ops.size(), 0), tried(ops.size(), 0);
+  std::map<std::string, std::size_t> reasons;
+  if (probe) {
+    tfg::match::workspace ws;
+    for (const auto& c : set.candidates) {
+      ++tried[c.op];
+      auto r = tfg::torch::mutate(m, adapter, ops[c.op], set.bound(c), lp->symbols, lp->pool.requirements, inputs, ws);
+      if (std::holds_alternative<tfg::torch::mutant>(r)) ++legal[c.op];
+      else ++reasons[std::string(tfg::match::name(std::get<tfg::torch::mutation_failure>(r).stage))];
+    }
+  }
+  std::printf("%-40s %9s %9s%s\n", "operator", "pattern+", "retained", probe ? "     legal" : "");
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const auto& c = set.per_operator[i];
+    const auto retained = c.by_stage[static_cast<int>(tfg::match::reject_stage::accepted)];
+    const auto past_pattern = retained + c.by_stage[static_cast<int>(tfg::match::reject_stage::input)] +
+                              c.by_stage[static_cast<int>(tfg::match::reject_stage::internal)] +
+                              c.by_stage[static_cast<int>(tfg::match::reject_stage::output)];
+    if (past_pattern == 0) continue;
+    if (probe)
+      std::printf("%-40s %9llu %9llu %9zu\n", ops[i].name.c_str(), static_cast<unsigned long long>(past_pattern),
+                  static_cast<unsigned long long>(retained), legal[i]);
+    else
+      std::printf("%-40s %9llu %9llu\n", ops[i].name.c_str(), static_cast<unsigned long long>(past_pattern),
+                  static_cast<unsigned long long>(retained));
+  }
+  if (probe) {
+    std::size_t l = 0;
+    for (auto x : legal) l += x;
+    std::printf("probe: %zu of %zu retained candidates are legal mutants;", l, set.candidates.size());
+    for (const auto& [k, v] : reasons) std::printf(" %zu rejected at %s;", v, k.c_str());
+    std::printf("\n");
+  }
+  *lp->context = {};
+  return 0;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -163,10 +342,32 @@ int main(int argc, char** argv) {
   exp->add_option("model", export_in, "TorchScript .pt file")->required()->check(CLI::ExistingFile);
   exp->add_option("output", export_out, "output .pt file")->required();
 
+  auto* ops = app.add_subcommand("ops", "list or check mutation operators (.tfg files)");
+  ops->require_subcommand(1);
+  std::vector<std::string> op_dirs;
+  bool ops_json = false, ops_verbose = false;
+  auto* ops_list = ops->add_subcommand("list", "list operators: object, primitive, origin, parameters");
+  ops_list->add_option("dirs", op_dirs, "operator folders (default: the bundled operators/)");
+  ops_list->add_flag("--json", ops_json, "JSON output");
+  auto* ops_check = ops->add_subcommand("check", "run every operator's examples on LibTorch");
+  ops_check->add_option("dirs", op_dirs, "operator folders (default: the bundled operators/)");
+  ops_check->add_flag("-v,--verbose", ops_verbose, "print every example, not only failures");
+
+  std::string cand_model, cand_inputs;
+  bool cand_probe = false;
+  auto* cand = app.add_subcommand("candidates", "construct mutation candidates on a model and count them by stage");
+  cand->add_option("model", cand_model, "TorchScript .pt file")->required()->check(CLI::ExistingFile);
+  cand->add_option("--inputs", cand_inputs, "profiling inputs")->check(CLI::ExistingFile);
+  cand->add_option("--ops", op_dirs, "operator folders (default: the bundled operators/)");
+  cand->add_flag("--probe", cand_probe, "apply every retained candidate and check the mutant's legality");
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (*profile) return run_profile(pa);
     if (*exp) return run_export(export_in, export_out);
+    if (*ops_list) return run_ops_list(op_dirs, ops_json);
+    if (*ops_check) return run_ops_check(op_dirs, ops_verbose);
+    if (*cand) return run_candidates(cand_model, cand_inputs, op_dirs, cand_probe);
   } catch (const tfg::torch::model_error& e) {
     std::cerr << "flowmut: error: " << e.what() << "\n";
     return 2;

@@ -43,3 +43,20 @@ run(0 ${FLOWMUT} profile ${SRC}/tests/data/tiny_mix.pt --shape f32[1,3,8,8] --ra
 expect_match("${OUT}" "2 profiling inputs")
 run(2 ${FLOWMUT} profile ${SRC}/tests/data/tiny_mix.pt --shape f32[1,3,x])
 expect_match("${ERR}" "input spec `f32\\[1,3,x\\]`: `x` is not a dimension")
+
+# operators: listing, and a malformed operator file gives file:line:col, the line, a caret, exit 1
+run(0 ${FLOWMUT} ops list --json ${SRC}/operators)
+string(JSON n_ops LENGTH "${OUT}")
+if(n_ops LESS 100)
+  message(FATAL_ERROR "ops list --json lists only ${n_ops} operators")
+endif()
+file(MAKE_DIRECTORY ${WORK}/badops)
+file(WRITE ${WORK}/badops/bad.tfg "tfg 1\noperator broken\n  object tensor  primitive insertion  origin tfg\n  anchor %x\n{\n  replace { %c = aten::clone(%z, none) }\n}\n")
+run(1 ${FLOWMUT} ops check ${WORK}/badops)
+expect_match("${ERR}" "bad.tfg:6:[0-9]+: error\\[E012\\]")
+expect_match("${ERR}" "\n +\\| +\\^")
+
+# candidates on the default seed: pairs, retained candidates, legality of every one
+run(0 ${FLOWMUT} candidates ${SRC}/tests/data/tiny_mix.pt --probe)
+expect_match("${OUT}" "[1-9][0-9]* candidates retained")
+expect_match("${OUT}" "probe: [1-9][0-9]* of [0-9]+ retained candidates are legal mutants")

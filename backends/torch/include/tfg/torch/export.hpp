@@ -138,6 +138,7 @@ class graph_builder {
   namespace jit = ::torch::jit;
   auto cu = std::make_shared<jit::CompilationUnit>();
   auto cls = c10::ClassType::create(c10::QualifiedName(class_name), cu, /*is_module=*/true);
+  cu->register_type(cls);  // so that clone() (used by freeze) finds the class in its unit
   jit::Module module(cu, cls);
   auto graph = std::make_shared<jit::Graph>();
   graph->addInput("self")->setType(cls);

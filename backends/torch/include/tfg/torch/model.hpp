@@ -102,6 +102,18 @@ struct model {
   }
 }
 
+/// Re-points the output tree's leaves at the graph's outputs (in order: the importer registers
+/// one graph output per edge leaf, depth first), after a rewrite moved a graph output.
+inline void sync_outputs(model& m) {
+  std::size_t next = 0;
+  const auto outs = m.graph.graph_outputs();
+  auto walk = [&](auto&& self, output_tree& t) -> void {
+    if (t.how == output_tree::form::edge && next < outs.size()) t.edge = outs[next++];
+    for (auto& i : t.items) self(self, i);
+  };
+  walk(walk, m.output);
+}
+
 /// One line naming a node for error messages: `node 12 (aten::view) at model.py:14`.
 [[nodiscard]] inline std::string describe(const graph_type& g, graph::node_id n) {
   const auto& d = g.data(n);

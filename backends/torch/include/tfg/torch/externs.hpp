@@ -1,0 +1,57 @@
+#pragma once
+/// `extern` predicates the LibTorch backend registers for operator files (dsl/spec.md,
+/// "Externs"). Externs see only their arguments, so the graph and profile they reason about
+/// are published through an `extern_context` that the caller points at the model being
+/// matched (one model at a time per registry).
+#include <tfg/match/program.hpp>
+#include <tfg/torch/profile.hpp>
+
+#include <memory>
+
+namespace tfg::torch {
+
+struct extern_context {
+  const model* target = nullptr;
+  const profile* prof = nullptr;
+};
+
+namespace detail {
+
+/// True for operators that write their first tensor argument in place (aten's trailing-underscore
+/// convention: relu_, add_, copy_, fill_, index_put_, ...).
+[[nodiscard]] inline bool writes_in_place(const node_data& d) {
+  const auto name = std::string_view(d.kind.toQualString());
+  return name.size() > 1 && name.back() == '_' && name[name.size() - 2] != '_' && name.rfind("aten::", 0) == 0;
+}
+
+}  // namespace detail
+
+/// The backend's externs:
+///  * `no_inplace_writer(tensor) -> bool`: no in-place operator in the model writes the storage
+///    of the tensor (in the current profiling run), so reading it earlier or later, or through a
+///    copy, sees the same values.
+[[nodiscard]] inline match::extern_registry torch_externs(std::shared_ptr<const extern_context> ctx) {
+  match::extern_registry r;
+  r.add("no_inplace_writer", [ctx](std::span<const match::extern_arg> args) -> std::optional<match::attr_value> {
+    if (args.size() != 1 || !args[0].state || !ctx->target || !ctx->prof) return std::nullopt;
+    const auto& g = ctx->target->graph;
+    const auto e = args[0].edge;
+    if (e == graph::no_edge || graph::index(e) >= ctx->prof->edges.size()) return std::nullopt;
+    const auto& runs = ctx->prof->edges[graph::index(e)].runs;
+    if (runs.empty() || args[0].state < runs.data() || args[0].state >= runs.data() + runs.size()) return std::nullopt;
+    const auto run = static_cast<std::size_t>(args[0].state - runs.data());
+    const auto group = args[0].state->storage_group;
+    if (args[0].state->kind != state::value_kind::tensor || args[0].state->storage_nbytes == 0) return match::attr_value{true};
+    for (auto n : g.nodes()) {
+      if (!detail::writes_in_place(g.data(n)) || g.inputs(n).empty()) continue;
+      const auto written = g.inputs(n)[0];
+      const auto& wr = ctx->prof->edges[graph::index(written)].runs;
+      if (run < wr.size() && wr[run].kind == state::value_kind::tensor && wr[run].storage_group == group)
+        return match::attr_value{false};
+    }
+    return match::attr_value{true};
+  });
+  return r;
+}
+
+}  // namespace tfg::torch

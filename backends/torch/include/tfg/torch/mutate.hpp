@@ -1,0 +1,267 @@
+#pragma once
+/// Applying a mutation to a LibTorch model: a retained candidate's replacement template is
+/// instantiated (overloads resolved, DSL words converted, shape helpers expanded), committed
+/// as one rewrite transaction, and the mutant is probed — profiled on the profiling inputs —
+/// so the constraints deferred to the probe and the requirements R(v) of every node that now
+/// reads a replacement value can be checked (dsl/spec.md section 10).
+#include <tfg/match/candidates.hpp>
+#include <tfg/torch/instantiate.hpp>
+#include <tfg/torch/match_adapter.hpp>
+#include <tfg/torch/profile.hpp>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace tfg::torch {
+
+/// Why a candidate did not become a legal mutant.
+struct mutation_failure {
+  match::reject_stage stage = match::reject_stage::internal;
+  std::string message;
+};
+
+struct mutant {
+  model graph_model;                              ///< the mutated model
+  std::vector<graph::node_id> added;              ///< nodes the replacement added
+  std::unordered_map<std::uint32_t, graph::edge_id> value_edges;  ///< replacement slot -> edge
+  profile probe;                                  ///< the mutant profiled on the inputs
+};
+
+namespace detail {
+
+/// F of replacement values, read from the probe run of the mutant.
+class mutant_probe final : public match::probe_source {
+ public:
+  mutant_probe(const mutant& m) : m_(m) {}
+  [[nodiscard]] const state::edge_profile* profile(std::uint32_t slot) const override {
+    auto it = m_.value_edges.find(slot);
+    if (it == m_.value_edges.end() || graph::index(it->second) >= m_.probe.edges.size()) return nullptr;
+    return &m_.probe.edges[graph::index(it->second)];
+  }
+
+ private:
+  const mutant& m_;
+};
+
+[[nodiscard]] inline std::string dtype_word_of(state::dtype d) { return std::string(state::name(d)); }
+
+}  // namespace detail
+
+/// Instantiates a candidate of `op` over `source` (seen through `adapter`) with bindings `b`
+/// (`candidate_set::bound(c)`) into a copy of the model. Returns the mutant, or why the replacement cannot be built or committed
+/// (no overload fits, an unsupported helper, a rewrite that would dangle or cycle).
+template <class Adapter>
+[[nodiscard]] std::variant<mutant, mutation_failure> instantiate(const model& source, const Adapter& adapter,
+                                                                 const match::compiled_operator& op,
+                                                                 const match::bindings& b,
+                                                                 const match::symbol_table& symbols,
+                                                                 match::workspace& ws) {
+  using match::template_arg;
+  mutant out;
+  out.graph_model = source;
+  auto& g = out.graph_model.graph;
+  auto tx = g.begin_rewrite();
+  std::unordered_map<std::uint32_t, graph::value_ref> staged;  // replacement slot -> value
+  std::unordered_map<std::uint32_t, state::value_kind> staged_kind;
+  auto fail = [&](std::string msg) { return mutation_failure{match::reject_stage::internal, op.name + ": " + std::move(msg)}; };
+  auto first_state = [&](graph::edge_id e) -> const state::tensor_state* {
+    const auto& runs = adapter.profile(e).runs;
+    return runs.empty() ? nullptr : &runs[0];
+  };
+
+  // `%l = prim::ListConstruct(...)` in a replacement is folded into the nodes that read %l,
+  // as the importer folds the seed's lists: its items are kept here by slot.
+  std::unordered_map<std::uint32_t, std::vector<const template_arg*>> lists;
+  for (const auto& rn : op.replacement.nodes) {
+    std::vector<graph::value_ref> inputs;
+    std::function<std::optional<proto_arg>(const template_arg&)> to_proto;
+    auto value_arg = [&](std::uint32_t slot) -> std::optional<proto_arg> {
+      if (auto l = lists.find(slot); l != lists.end()) {
+        std::vector<proto_arg> items;
+        for (const auto* item : l->second) {
+          auto p = to_proto(*item);
+          if (!p) return std::nullopt;
+          items.push_back(std::move(*p));
+        }
+        return proto_arg{std::move(items)};
+      }
+      if (slot < op.pattern_value_count) {
+        auto e = b.values[slot];
+        if (e == graph::no_edge) return std::nullopt;
+        inputs.emplace_back(e);
+        return proto_arg{proto_arg::edge_ref{static_cast<std::uint32_t>(inputs.size() - 1), g.data(e).kind}};
+      }
+      auto it = staged.find(slot);
+      if (it == staged.end()) return std::nullopt;
+      inputs.push_back(it->second);
+      return proto_arg{proto_arg::edge_ref{static_cast<std::uint32_t>(inputs.size() - 1), staged_kind[slot]}};
+    };
+    to_proto = [&](const template_arg& t) -> std::optional<proto_arg> {
+      switch (t.k) {
+        case template_arg::kind::value: return value_arg(t.slot);
+        case template_arg::kind::param: return proto_arg{b.params.at(t.slot)};
+        case template_arg::kind::constant: return proto_arg{t.constant};
+        case template_arg::kind::expr:
+          if (!t.expr) return std::nullopt;
+          if (auto v = match::evaluate_value(*t.expr, op, adapter, b, 0, ws)) return proto_arg{std::move(*v)};
+          return std::nullopt;
+      }
+      return std::nullopt;
+    };
+    std::string op_name = rn.op;
+    if (rn.op_param) {
+      const auto& p = b.params.at(*rn.op_param);
+      if (const auto* id = std::get_if<std::int64_t>(&p)) op_name = std::string(symbols.name(static_cast<std::uint32_t>(*id)));
+      else if (const auto* s = std::get_if<std::string>(&p)) op_name = *s;
+    }
+    if (op_name == "prim::ListConstruct" && rn.outputs.size() == 1) {
+      auto& items = lists[rn.outputs[0]];
+      for (const auto& t : rn.args) items.push_back(&t);
+      continue;
+    }
+    std::vector<proto_arg> args;
+    for (const auto& t : rn.args) {
+      auto p = to_proto(t);
+      if (!p) return fail("argument of " + op_name + " could not be evaluated");
+      args.push_back(std::move(*p));
+    }
+    // Shape-adaptation helpers expand into aten ops; shapes and dtypes come from F (run 0).
+    if (rn.helper) {
+      const auto like_state = [&](std::size_t i) -> const state::tensor_state* {
+        if (i >= rn.args.size() || rn.args[i].k != template_arg::kind::value || rn.args[i].slot >= op.pattern_value_count)
+          return nullptr;
+        return first_state(b.values[rn.args[i].slot]);
+      };
+      const auto* like = like_state(1);
+      if (!like) return fail(op_name + " needs a profiled pattern value as its second argument");
+      if (op_name == "tfg::reshape_like") {
+        args.erase(args.begin() + 1, args.end());
+        args.push_back(proto_arg{match::attr_value{like->shape}});
+        op_name = "aten::reshape";
+      } else if (op_name == "tfg::cast_like") {
+        args.erase(args.begin() + 1, args.end());
+        args.push_back(proto_arg{match::attr_value{detail::dtype_word_of(like->type)}});
+        op_name = "aten::to";
+      } else if (op_name == "tfg::to_like") {
+        args.erase(args.begin() + 1, args.end());
+        args.push_back(proto_arg{match::attr_value{detail::dtype_word_of(like->type)}});
+        op_name = "aten::to";  // device and memory format: CPU-only profiles today
+      } else {
+        return fail(op_name + " is not expanded by the LibTorch backend yet");
+      }
+      // The input list was filled for every argument; keep only the first value.
+      inputs.erase(inputs.begin() + 1, inputs.end());
+    }
+    built_node built;
+    try {
+      built = build_node(op_name, args);
+    } catch (const model_error& e) {
+      return fail(e.what());
+    }
+    built.data.where = "mutation " + op.name;
+    if (built.outputs.size() < rn.outputs.size())
+      return fail(op_name + " returns " + std::to_string(built.outputs.size()) + " values, the replacement names " +
+                  std::to_string(rn.outputs.size()));
+    std::vector<state::value_kind> kinds;
+    for (const auto& o : built.outputs) kinds.push_back(o.kind);
+    auto node = tx.new_node(std::move(built.data), std::move(inputs), std::move(built.outputs));
+    for (std::size_t i = 0; i < rn.outputs.size(); ++i) {
+      staged.insert_or_assign(rn.outputs[i], tx.output(node, static_cast<std::uint32_t>(i)));
+      staged_kind[rn.outputs[i]] = kinds[i];
+    }
+  }
+
+  auto target_of = [&](std::uint32_t slot) -> std::optional<graph::value_ref> {
+    if (slot < op.pattern_value_count) {
+      if (b.values[slot] == graph::no_edge) return std::nullopt;
+      return graph::value_ref(b.values[slot]);
+    }
+    auto it = staged.find(slot);
+    if (it == staged.end()) return std::nullopt;
+    return it->second;
+  };
+  for (const auto& rw : op.replacement.rewires) {
+    const auto src = b.values.at(rw.source);
+    auto dst = target_of(rw.target);
+    if (src == graph::no_edge || !dst) return fail("rewire of an unbound value");
+    if (rw.all) {
+      tx.replace_uses(src, *dst);
+      continue;
+    }
+    if (!rw.which) return fail("rewire without a consumer");
+    const auto uses = g.consumers(src);
+    if (rw.which->k == template_arg::kind::value) {
+      const auto e = b.values.at(rw.which->slot);
+      const auto producer = e == graph::no_edge ? graph::no_node : g.producer(e);
+      bool done = false;
+      for (const auto& u : uses)
+        if (u.node == producer) tx.rewire(u, *dst), done = true;
+      if (!done) return fail("the named consumer does not read the rewired value");
+    } else {
+      std::optional<match::attr_value> idx;
+      if (rw.which->k == template_arg::kind::constant) idx = rw.which->constant;
+      else if (rw.which->k == template_arg::kind::param) idx = b.params.at(rw.which->slot);
+      else if (rw.which->expr) idx = match::evaluate_value(*rw.which->expr, op, adapter, b, 0, ws);
+      const auto* i = idx ? std::get_if<std::int64_t>(&*idx) : nullptr;
+      if (!i || *i < 0 || static_cast<std::size_t>(*i) >= uses.size()) return fail("consumer index out of range");
+      tx.rewire(uses[static_cast<std::size_t>(*i)], *dst);
+    }
+  }
+  for (auto slot : op.replacement.deletes) {
+    const auto e = b.values.at(slot);
+    if (e == graph::no_edge || g.producer(e) == graph::no_node) return fail("delete of a value no node produces");
+    tx.remove_node(g.producer(e));
+  }
+  auto applied = tx.commit();
+  if (!applied) return fail("rewrite rejected: " + applied.error().message);
+  sync_outputs(out.graph_model);
+  for (auto [slot, ref] : staged) out.value_edges[slot] = applied->edge(ref);
+  out.added = applied->new_nodes;
+  return out;
+}
+
+/// The full legality check of a candidate: instantiate, probe (run the mutant op by op on
+/// `inputs`), the deferred constraints, and R(v) of every node that reads a replacement
+/// value. A mutant that fails to run in the probe is rejected at `output` with the error.
+template <class Adapter>
+[[nodiscard]] std::variant<mutant, mutation_failure> mutate(const model& source, const Adapter& adapter,
+                                                            const match::compiled_operator& op, const match::bindings& b,
+                                                            const match::symbol_table& symbols,
+                                                            const match::requirement_table& requirements,
+                                                            const input_set& inputs, match::workspace& ws) {
+  auto made = instantiate(source, adapter, op, b, symbols, ws);
+  if (auto* f = std::get_if<mutation_failure>(&made)) return *f;
+  auto& mu = std::get<mutant>(made);
+  try {
+    profiler prof({c10::Device(c10::kCPU), true, false, false});
+    mu.probe = prof.run(mu.graph_model, inputs);
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    if (auto nl = what.find('\n'); nl != std::string::npos) what.resize(nl);
+    return mutation_failure{match::reject_stage::output, op.name + ": the mutant does not run: " + what};
+  }
+  detail::mutant_probe probe(mu);
+  if (auto st = match::evaluate_deferred(op, adapter, b, probe, ws); st != match::reject_stage::accepted)
+    return mutation_failure{st, op.name + ": a constraint on the replacement's values does not hold"};
+  // R(v) of every node that reads an added node's output, on the mutant's own state.
+  match::symbol_table& table = const_cast<match::symbol_table&>(symbols);  // interning new kinds only
+  torch_match_adapter after(mu.graph_model, mu.probe, table);
+  std::unordered_set<std::size_t> readers;
+  for (auto n : mu.added)
+    for (auto e : mu.graph_model.graph.outputs(n))
+      for (const auto& u : mu.graph_model.graph.consumers(e)) readers.insert(graph::index(u.node));
+  for (auto r : readers) {
+    const match::compiled_requirement* failed = nullptr;
+    if (match::evaluate_requirement(requirements, after, graph::node_id{static_cast<std::uint32_t>(r)}, ws, graph::no_edge,
+                                    nullptr, &failed) == match::requirement_outcome::fails)
+      return mutation_failure{match::reject_stage::output,
+                              op.name + ": " + std::string(after.op_kind(graph::node_id{static_cast<std::uint32_t>(r)})) +
+                                  " rejects its new input" + (failed ? " (" + failed->where + ")" : "")};
+  }
+  return std::move(mu);
+}
+
+}  // namespace tfg::torch

@@ -1,0 +1,229 @@
+#pragma once
+/// The example runner: every `example match` / `example no_match` block of an operator
+/// becomes a test on LibTorch (dsl/spec.md section 11). A match must yield a legal mutant
+/// (all four stages, the probe, R(v) of the new readers), satisfy its `expect` block, run,
+/// and — when the operator claims to preserve values — compute the seed's outputs within
+/// its tolerance. A no_match must be rejected, by the stage it names.
+#include <tfg/dsl/ast.hpp>
+#include <tfg/torch/example_graph.hpp>
+#include <tfg/torch/externs.hpp>
+#include <tfg/torch/mutate.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace tfg::torch {
+
+struct example_outcome {
+  std::string op;        ///< operator name
+  std::string where;     ///< file:line of the example
+  bool match = true;     ///< the example's kind
+  bool passed = false;
+  bool skipped = false;  ///< needs a device this machine lacks (counts as passed)
+  std::string message;   ///< why it failed, or a short summary of what held
+};
+
+namespace detail {
+
+/// `count(aten::clone)`, `nodes()`, literals, comparisons, arithmetic and logic over a model.
+inline std::optional<double> expect_value(const dsl::expr& e, const model& m) {
+  using K = dsl::expr_kind;
+  switch (e.kind) {
+    case K::int_literal: return static_cast<double>(e.int_value);
+    case K::float_literal: return e.float_value;
+    case K::call: {
+      if (e.text == "nodes" && e.args.empty()) return static_cast<double>(m.graph.node_count());
+      if (e.text == "count" && e.args.size() == 1 && e.args[0].kind == K::op_name) {
+        double n = 0;
+        for (auto v : m.graph.nodes()) n += m.graph.data(v).name() == e.args[0].text;
+        return n;
+      }
+      return std::nullopt;
+    }
+    case K::unary: {
+      auto v = e.args.empty() ? std::nullopt : expect_value(e.args[0], m);
+      if (!v) return std::nullopt;
+      return e.op == dsl::op_code::neg ? -*v : (*v == 0 ? 1.0 : 0.0);
+    }
+    case K::binary: {
+      auto a = expect_value(e.args[0], m), b = expect_value(e.args[1], m);
+      if (!a || !b) return std::nullopt;
+      using O = dsl::op_code;
+      switch (e.op) {
+        case O::logical_or: return (*a != 0 || *b != 0) ? 1.0 : 0.0;
+        case O::logical_and: return (*a != 0 && *b != 0) ? 1.0 : 0.0;
+        case O::eq: return *a == *b ? 1.0 : 0.0;
+        case O::ne: return *a != *b ? 1.0 : 0.0;
+        case O::lt: return *a < *b ? 1.0 : 0.0;
+        case O::le: return *a <= *b ? 1.0 : 0.0;
+        case O::gt: return *a > *b ? 1.0 : 0.0;
+        case O::ge: return *a >= *b ? 1.0 : 0.0;
+        case O::add: return *a + *b;
+        case O::sub: return *a - *b;
+        case O::mul: return *a * *b;
+        case O::div: return *b == 0 ? std::nullopt : std::optional<double>(*a / *b);
+        default: return std::nullopt;
+      }
+    }
+    default: return std::nullopt;
+  }
+}
+
+/// Largest |a - b| - (atol + rtol |b|) over all tensors of two forward results; <= 0 means
+/// equal within tolerance. NaN in the same places counts as equal.
+inline double excess(const c10::IValue& a, const c10::IValue& b, double atol, double rtol) {
+  if (a.isTensor() && b.isTensor()) {
+    const auto& x = a.toTensor();
+    const auto& y = b.toTensor();
+    if (x.sizes() != y.sizes()) return INFINITY;
+    if (!x.is_floating_point()) return at::equal(x, y) ? 0.0 : INFINITY;
+    auto xd = x.to(c10::kDouble), yd = y.to(c10::kDouble);
+    auto both_nan = xd.isnan().logical_and(yd.isnan());
+    auto same_inf = xd.isinf().logical_and(xd.eq(yd));
+    auto diff = (xd - yd).abs() - (yd.abs() * rtol + atol);
+    diff = diff.masked_fill(both_nan.logical_or(same_inf), -1.0).nan_to_num(INFINITY, INFINITY, -INFINITY);
+    return x.numel() == 0 ? 0.0 : diff.max().item<double>();
+  }
+  if (a.isTuple() && b.isTuple()) {
+    const auto& x = a.toTupleRef().elements();
+    const auto& y = b.toTupleRef().elements();
+    if (x.size() != y.size()) return INFINITY;
+    double worst = -INFINITY;
+    for (std::size_t i = 0; i < x.size(); ++i) worst = std::max(worst, excess(x[i], y[i], atol, rtol));
+    return worst;
+  }
+  return a == b ? 0.0 : INFINITY;
+}
+
+inline int stage_rank(match::reject_stage s) {
+  switch (s) {
+    case match::reject_stage::pattern: return 0;
+    case match::reject_stage::input: return 1;
+    case match::reject_stage::internal: return 2;
+    case match::reject_stage::output: return 3;
+    default: return -1;
+  }
+}
+
+}  // namespace detail
+
+/// Runs one example of `op`. `symbols` must be the table `op` was compiled with, and
+/// `externs` the context of the registry it was compiled with (may be null).
+[[nodiscard]] inline example_outcome run_example(const match::compiled_operator& op, const dsl::example_block& ex,
+                                                 match::symbol_table& symbols,
+                                                 const match::requirement_table& requirements,
+                                                 extern_context* externs = nullptr) {
+  example_outcome out;
+  out.op = op.name;
+  out.where = op.file + ":" + std::to_string(ex.loc.line);
+  out.match = ex.match;
+  for (const auto& in : ex.graph.inputs)
+    for (const auto& a : in.attrs)
+      if (a.key.text == "cuda" && !at::hasCUDA()) {
+        out.passed = out.skipped = true;
+        out.message = "skipped: needs a CUDA device";
+        return out;
+      }
+  try {
+    auto seed = build_example(ex.graph, op.file);
+    auto inputs = example_inputs(ex.graph, 3);
+    auto prof = profiler({c10::Device(c10::kCPU), true, false, false}).run(seed, inputs);
+    torch_match_adapter adapter(seed, prof, symbols);
+    if (externs) *externs = extern_context{&seed, &prof};
+    struct reset_context {
+      extern_context* c;
+      ~reset_context() {
+        if (c) *c = {};
+      }
+    } reset{externs};
+    graph::edge_id only = graph::no_edge;
+    if (ex.anchor) {
+      for (auto e : seed.graph.edges())
+        if (seed.graph.data(e).name == ex.anchor->text) only = e;
+      if (only == graph::no_edge) {
+        out.message = "anchor %" + ex.anchor->text + " is not a value of the example graph";
+        return out;
+      }
+    }
+    // Sampled parameters: dsl/spec.md section 11 enumerates small domains; here each example
+    // is tried with `parameter_seeds` fixed sampling seeds (a match needs one legal mutant, a
+    // no_match none under any of them).
+    constexpr std::uint64_t parameter_seeds = 64;
+    int latest = -1;
+    std::string latest_message;
+    match::workspace ws;
+    std::size_t legal = 0;
+    std::string failures;
+    for (std::uint64_t sample = 0; sample < (op.params.empty() ? 1 : parameter_seeds); ++sample) {
+      match::construct_options opt;
+      opt.use_prefilter = false;  // exact stages: the prefilter folds input tests into its own count
+      opt.record_pairs = true;
+      opt.seed = sample;
+      auto set = match::construct(adapter, std::span<const match::compiled_operator>(&op, 1), opt);
+      for (const auto& pr : set.pairs)
+        if (only == graph::no_edge || pr.anchor == only) latest = std::max(latest, detail::stage_rank(pr.stage));
+      for (const auto& c : set.candidates) {
+        if (only != graph::no_edge && c.anchor != only) continue;
+        auto r = mutate(seed, adapter, op, set.bound(c), symbols, requirements, inputs, ws);
+        if (auto* f = std::get_if<mutation_failure>(&r)) {
+          if (detail::stage_rank(f->stage) >= latest) latest_message = f->message;
+          latest = std::max(latest, detail::stage_rank(f->stage));
+          if (ex.match && failures.size() < 2000) failures += "\n    " + f->message;
+          continue;
+        }
+        ++legal;
+        if (!ex.match) continue;
+        auto& mu = std::get<mutant>(r);
+        for (const auto& cond : ex.expect) {
+          auto v = detail::expect_value(cond, mu.graph_model);
+          if (!v || *v == 0) {
+            out.message = "expect condition at line " + std::to_string(cond.loc.line) + " does not hold on the mutant";
+            return out;
+          }
+        }
+        if (op.preserves_values) {
+          const double atol = op.atol.value_or(0.0), rtol = op.rtol.value_or(0.0);
+          for (std::size_t i = 0; i < inputs.size(); ++i) {
+            const double ex_ = detail::excess(mu.probe.outputs[i], prof.outputs[i], atol, rtol);
+            if (ex_ > 0) {
+              char buf[160];
+              std::snprintf(buf, sizeof buf, "claims to preserve values but input %zu differs by %.3g beyond atol=%g rtol=%g",
+                            i, ex_, atol, rtol);
+              out.message = buf;
+              return out;
+            }
+          }
+        }
+      }
+      if (ex.match && legal > 0) break;
+    }
+    if (ex.match) {
+      out.passed = legal > 0;
+      out.message = out.passed ? std::to_string(legal) + " legal mutant(s)"
+                               : "no legal mutant (latest stage reached: " +
+                                     std::string(latest >= 0 ? match::name(static_cast<match::reject_stage>(latest + 1))
+                                                             : "none") +
+                                     ")" + failures;
+      return out;
+    }
+    const int want = static_cast<int>(ex.rejected_by);  // dsl::stage: pattern, input, internal, output
+    if (legal > 0) {
+      out.message = "expected no match, got " + std::to_string(legal) + " legal mutant(s)";
+    } else if (latest != want) {
+      out.message = std::string("rejected by ") + (latest >= 0 ? std::string(match::name(static_cast<match::reject_stage>(latest + 1))) : "nothing") +
+                    ", expected " + std::string(match::name(static_cast<match::reject_stage>(want + 1))) +
+                    (latest_message.empty() ? "" : ": " + latest_message);
+    } else {
+      out.passed = true;
+      out.message = "rejected by " + std::string(match::name(static_cast<match::reject_stage>(latest + 1)));
+    }
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    if (auto nl = what.find("\nException raised from"); nl != std::string::npos) what.resize(nl);
+    out.message = what;
+  }
+  return out;
+}
+
+}  // namespace tfg::torch

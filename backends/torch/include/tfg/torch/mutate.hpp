@@ -6,10 +6,14 @@
 /// reads a replacement value can be checked (dsl/spec.md section 10).
 #include <tfg/match/candidates.hpp>
 #include <tfg/torch/instantiate.hpp>
+#include <tfg/torch/execute.hpp>
+#include <tfg/torch/inputs.hpp>
 #include <tfg/torch/match_adapter.hpp>
 #include <tfg/torch/profile.hpp>
 
+#include <algorithm>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -58,7 +62,8 @@ template <class Adapter>
                                                                  const match::compiled_operator& op,
                                                                  const match::bindings& b,
                                                                  const match::symbol_table& symbols,
-                                                                 match::workspace& ws) {
+                                                                 match::workspace& ws,
+                                                                 const input_set* inputs_for_shapes = nullptr) {
   using match::template_arg;
   mutant out;
   out.graph_model = source;
@@ -70,6 +75,67 @@ template <class Adapter>
   auto first_state = [&](graph::edge_id e) -> const state::tensor_state* {
     const auto& runs = adapter.profile(e).runs;
     return runs.empty() ? nullptr : &runs[0];
+  };
+
+  // Shape helpers whose input is a value the replacement itself computes need its shape: the
+  // replacement is executed locally on the seed's first profiling input (the execution
+  // probe of dsl/spec.md section 10), node by node as it is staged.
+  const bool wants_shapes = inputs_for_shapes && !inputs_for_shapes->empty() &&
+                            std::any_of(op.replacement.nodes.begin(), op.replacement.nodes.end(), [](const auto& rn) {
+                              return rn.helper && (rn.op == "tfg::revert_shape" || rn.op == "tfg::pad_or_crop");
+                            });
+  std::optional<executor> local_seed;
+  std::map<std::pair<std::uint32_t, std::uint32_t>, c10::IValue> local;  // (staged node, output) -> value
+  if (wants_shapes) {
+    local_seed.emplace(source);
+    try {
+      (void)local_seed->run((*inputs_for_shapes)[0]);
+    } catch (const std::exception& e) {
+      return fail(std::string("the seed does not run for the local probe: ") + e.what());
+    }
+  }
+  auto local_value = [&](const graph::value_ref& r) -> c10::IValue {
+    if (r.is_edge()) return local_seed ? local_seed->value(r.edge()) : c10::IValue();
+    auto it = local.find({r.node().index, r.output_index()});
+    return it == local.end() ? c10::IValue() : it->second;
+  };
+  // Stages one node, runs it locally when shapes are wanted, and returns its first output.
+  auto stage = [&](built_node built, std::vector<graph::value_ref> node_inputs) -> graph::staged_node {
+    std::optional<node_data> copy;
+    if (wants_shapes) copy = built.data;
+    auto node = tx.new_node(std::move(built.data), node_inputs, std::move(built.outputs));
+    if (copy && copy->op) {
+      ::torch::jit::Stack st;
+      for (const auto& a : copy->args) {
+        switch (a.how) {
+          case argument::form::edge: st.push_back(local_value(node_inputs[a.input])); break;
+          case argument::form::constant: st.push_back(a.constant); break;
+          case argument::form::list: {
+            c10::impl::GenericList l(a.type->castRaw<c10::ListType>()->getElementType());
+            for (const auto& it : a.items) l.push_back(it.is_edge ? local_value(node_inputs[it.input]) : it.constant);
+            st.push_back(c10::IValue(std::move(l)));
+            break;
+          }
+          case argument::form::tuple: st.push_back(c10::IValue()); break;
+        }
+      }
+      try {
+        (*copy->op)(st);
+        for (std::size_t i = 0; i < st.size(); ++i) local[{node.index, static_cast<std::uint32_t>(i)}] = st[i];
+      } catch (const std::exception&) {
+        // leaves the outputs unknown; a helper that needs them fails with a clear message
+      }
+    }
+    return node;
+  };
+  auto shape_of = [&](const graph::value_ref& r) -> std::optional<std::vector<std::int64_t>> {
+    if (r.is_edge()) {
+      if (const auto* st = first_state(r.edge()); st && st->kind == state::value_kind::tensor) return st->shape;
+      return std::nullopt;
+    }
+    auto v = local_value(r);
+    if (!v.isTensor() || !v.toTensor().defined()) return std::nullopt;
+    return std::vector<std::int64_t>(v.toTensor().sizes().begin(), v.toTensor().sizes().end());
   };
 
   // `%l = prim::ListConstruct(...)` in a replacement is folded into the nodes that read %l,
@@ -128,6 +194,67 @@ template <class Adapter>
       if (!p) return fail("argument of " + op_name + " could not be evaluated");
       args.push_back(std::move(*p));
     }
+    if (rn.helper && (op_name == "tfg::revert_shape" || op_name == "tfg::pad_or_crop")) {
+      // revert_shape(%v, %like, pad): unsqueeze/squeeze at axis 1 until the ranks agree, then
+      // one constant_pad_nd whose negative amounts centre-crop; pad_or_crop takes the shape.
+      if (inputs.empty() || rn.outputs.size() != 1) return fail(op_name + " needs a value to adapt");
+      graph::value_ref cur = inputs[0];
+      auto from = shape_of(cur);
+      if (!from) return fail(op_name + ": the shape of its input is unknown (no local probe)");
+      std::vector<std::int64_t> to;
+      if (op_name == "tfg::revert_shape") {
+        if (inputs.size() < 2) return fail(op_name + " needs the value whose shape to restore");
+        auto like = shape_of(inputs[1]);
+        if (!like) return fail(op_name + ": the shape to restore is unknown");
+        to = *like;
+      } else if (const auto* v = std::get_if<match::attr_value>(&args.at(1).v);
+                 v && std::holds_alternative<std::vector<std::int64_t>>(*v)) {
+        to = std::get<std::vector<std::int64_t>>(*v);
+      } else {
+        return fail(op_name + " needs a constant shape");
+      }
+      const auto pad_value = args.back().v;
+      auto one_op = [&](const std::string& name, std::vector<proto_arg> a) -> std::optional<mutation_failure> {
+        built_node nb;
+        try {
+          nb = build_node(name, a);
+        } catch (const model_error& e) {
+          return fail(e.what());
+        }
+        nb.data.where = "mutation " + op.name;
+        cur = tx.output(stage(std::move(nb), {cur}), 0);
+        return std::nullopt;
+      };
+      const proto_arg self{proto_arg::edge_ref{0, state::value_kind::tensor}};
+      while (from->size() < to.size() && op_name == "tfg::revert_shape") {
+        if (auto f = one_op("aten::unsqueeze", {self, proto_arg{match::attr_value{std::int64_t{1}}}})) return *f;
+        from->insert(from->begin() + 1, 1);
+      }
+      while (from->size() > to.size() && op_name == "tfg::revert_shape") {
+        if (from->size() < 2 || (*from)[1] != 1) return fail(op_name + ": cannot drop axis 1 of size " + std::to_string((*from)[1]));
+        if (auto f = one_op("aten::squeeze", {self, proto_arg{match::attr_value{std::int64_t{1}}}})) return *f;
+        from->erase(from->begin() + 1);
+      }
+      if (from->size() != to.size()) return fail(op_name + ": ranks differ");
+      std::vector<std::int64_t> pads;  // constant_pad_nd: (left, right) from the last dim backwards
+      bool changes = false;
+      for (std::size_t d = from->size(); d-- > 1;) {
+        const auto diff = to[d] - (*from)[d];
+        pads.push_back(diff / 2);
+        pads.push_back(diff - diff / 2);
+        changes |= diff != 0;
+      }
+      if (changes) {
+        proto_arg value{match::attr_value{0.0}};
+        if (const auto* v = std::get_if<match::attr_value>(&pad_value)) value = proto_arg{*v};
+        if (auto f = one_op("aten::constant_pad_nd", {self, proto_arg{match::attr_value{pads}}, value})) return *f;
+      } else if (auto f = one_op("aten::clone", {self, proto_arg{match::attr_value{std::monostate{}}}})) {
+        return *f;  // a node must define the helper's value even when no adaptation is needed
+      }
+      staged.insert_or_assign(rn.outputs[0], cur);
+      staged_kind[rn.outputs[0]] = state::value_kind::tensor;
+      continue;
+    }
     // Shape-adaptation helpers expand into aten ops; shapes and dtypes come from F (run 0).
     if (rn.helper) {
       const auto like_state = [&](std::size_t i) -> const state::tensor_state* {
@@ -167,7 +294,7 @@ template <class Adapter>
                   std::to_string(rn.outputs.size()));
     std::vector<state::value_kind> kinds;
     for (const auto& o : built.outputs) kinds.push_back(o.kind);
-    auto node = tx.new_node(std::move(built.data), std::move(inputs), std::move(built.outputs));
+    auto node = stage(std::move(built), std::move(inputs));
     for (std::size_t i = 0; i < rn.outputs.size(); ++i) {
       staged.insert_or_assign(rn.outputs[i], tx.output(node, static_cast<std::uint32_t>(i)));
       staged_kind[rn.outputs[i]] = kinds[i];
@@ -232,7 +359,7 @@ template <class Adapter>
                                                             const match::symbol_table& symbols,
                                                             const match::requirement_table& requirements,
                                                             const input_set& inputs, match::workspace& ws) {
-  auto made = instantiate(source, adapter, op, b, symbols, ws);
+  auto made = instantiate(source, adapter, op, b, symbols, ws, &inputs);
   if (auto* f = std::get_if<mutation_failure>(&made)) return *f;
   auto& mu = std::get<mutant>(made);
   try {

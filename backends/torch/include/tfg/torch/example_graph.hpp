@@ -14,16 +14,6 @@ namespace tfg::torch {
 
 namespace detail {
 
-[[nodiscard]] inline std::optional<c10::ScalarType> dtype_word(const std::string& w) {
-  static const std::pair<const char*, c10::ScalarType> names[] = {
-      {"f16", c10::kHalf}, {"bf16", c10::kBFloat16}, {"f32", c10::kFloat}, {"f64", c10::kDouble},
-      {"i8", c10::kChar},  {"u8", c10::kByte},       {"i16", c10::kShort}, {"i32", c10::kInt},
-      {"i64", c10::kLong}, {"bool", c10::kBool}};
-  for (auto& [n, t] : names)
-    if (w == n) return t;
-  return std::nullopt;
-}
-
 class example_builder {
  public:
   explicit example_builder(std::string source) { m_.source = std::move(source); }
@@ -176,7 +166,7 @@ class example_builder {
       }
       std::vector<std::int64_t> dims;
       for (const auto& d : in.dims) dims.push_back(d.int_value);
-      const auto dtype = detail::dtype_word(in.type_name.text).value_or(c10::kFloat);
+      const auto dtype = scalar_type_of_word(in.type_name.text).value_or(c10::kFloat);
       double lo = -1, hi = 1;
       bool channels_last = false, requires_grad = false, nan = false, inf = false;
       for (const auto& a : in.attrs) {

@@ -56,18 +56,14 @@ struct input_spec {
 /// Parses `f32[1,3,64,64]` (the DSL's tensor-type syntax; dtypes f16 bf16 f32 f64 i8 u8 i16
 /// i32 i64 bool). Throws model_error quoting the text.
 [[nodiscard]] inline input_spec parse_input_spec(const std::string& text) {
-  static const std::pair<const char*, c10::ScalarType> names[] = {
-      {"f16", c10::kHalf}, {"bf16", c10::kBFloat16}, {"f32", c10::kFloat}, {"f64", c10::kDouble},
-      {"i8", c10::kChar},  {"u8", c10::kByte},       {"i16", c10::kShort}, {"i32", c10::kInt},
-      {"i64", c10::kLong}, {"bool", c10::kBool}};
   const auto open = text.find('[');
   if (open == std::string::npos || text.back() != ']')
     throw model_error("input spec `" + text + "`: expected DTYPE[D0,D1,...], e.g. f32[1,3,64,64]");
   input_spec spec;
   const auto dt = text.substr(0, open);
-  auto it = std::find_if(std::begin(names), std::end(names), [&](const auto& n) { return dt == n.first; });
-  if (it == std::end(names)) throw model_error("input spec `" + text + "`: unknown dtype `" + dt + "`");
-  spec.dtype = it->second;
+  const auto type = scalar_type_of_word(dt);
+  if (!type) throw model_error("input spec `" + text + "`: unknown dtype `" + dt + "`");
+  spec.dtype = *type;
   std::string dims = text.substr(open + 1, text.size() - open - 2);
   for (std::size_t pos = 0; !dims.empty() && pos <= dims.size();) {
     auto comma = dims.find(',', pos);

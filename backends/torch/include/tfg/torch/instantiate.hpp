@@ -35,10 +35,6 @@ struct built_node {
 namespace detail {
 
 [[nodiscard]] inline std::optional<std::int64_t> word_code(const std::string& w, c10::TypeKind kind) {
-  static const std::pair<const char*, c10::ScalarType> dtypes[] = {
-      {"f16", c10::kHalf}, {"bf16", c10::kBFloat16}, {"f32", c10::kFloat}, {"f64", c10::kDouble},
-      {"i8", c10::kChar},  {"u8", c10::kByte},       {"i16", c10::kShort}, {"i32", c10::kInt},
-      {"i64", c10::kLong}, {"bool", c10::kBool}};
   static const std::pair<const char*, c10::MemoryFormat> formats[] = {
       {"contiguous_format", c10::MemoryFormat::Contiguous},
       {"preserve_format", c10::MemoryFormat::Preserve},
@@ -47,8 +43,7 @@ namespace detail {
   static const std::pair<const char*, c10::Layout> layouts[] = {
       {"strided", c10::kStrided}, {"sparse_coo", c10::kSparse}, {"mkldnn", c10::kMkldnn}};
   if (kind == c10::TypeKind::ScalarTypeType)
-    for (auto& [n, t] : dtypes)
-      if (w == n) return static_cast<std::int64_t>(t);
+    if (auto t = scalar_type_of_word(w)) return static_cast<std::int64_t>(*t);
   if (kind == c10::TypeKind::MemoryFormatType)
     for (auto& [n, f] : formats)
       if (w == n) return static_cast<std::int64_t>(f);

@@ -12,6 +12,9 @@
 #include <tfg/torch/compat.hpp>
 
 #include <cstdint>
+#include <optional>
+#include <string_view>
+#include <utility>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -100,6 +103,17 @@ struct model {
       return state::value_kind::other;
     default: return state::value_kind::other;
   }
+}
+
+/// The ScalarType a DSL dtype word names (`f32`, `i64`, `bool`, ...; dsl/spec.md), if any.
+[[nodiscard]] inline std::optional<c10::ScalarType> scalar_type_of_word(std::string_view w) {
+  static constexpr std::pair<std::string_view, c10::ScalarType> names[] = {
+      {"f16", c10::kHalf}, {"bf16", c10::kBFloat16}, {"f32", c10::kFloat}, {"f64", c10::kDouble},
+      {"i8", c10::kChar},  {"u8", c10::kByte},       {"i16", c10::kShort}, {"i32", c10::kInt},
+      {"i64", c10::kLong}, {"bool", c10::kBool}};
+  for (const auto& [n, t] : names)
+    if (w == n) return t;
+  return std::nullopt;
 }
 
 /// Re-points the output tree's leaves at the graph's outputs (in order: the importer registers

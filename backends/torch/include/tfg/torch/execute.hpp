@@ -25,7 +25,7 @@ class executor {
     const auto& g = m_.graph;
     order_ = g.topological_order();
     values_.resize(g.edge_capacity());
-    if (opt_.free_dead_values) compute_last_uses();
+    if (opt_.free_dead_values) compute_release_points();
   }
 
   /// Runs `inputs` (the forward's positional arguments) and returns what forward returns.
@@ -70,7 +70,7 @@ class executor {
     return v;
   }
 
-  c10::IValue argument_value(const node_data& d, std::span<const graph::edge_id> inputs, const argument& a) {
+  c10::IValue argument_value(std::span<const graph::edge_id> inputs, const argument& a) {
     switch (a.how) {
       case argument::form::edge: return values_[graph::index(inputs[a.input])];
       case argument::form::constant: return opt_.device.is_cpu() ? a.constant : to_device(a.constant);
@@ -89,7 +89,6 @@ class executor {
         return c10::ivalue::Tuple::create(std::move(elems));
       }
     }
-    (void)d;
     return {};
   }
 
@@ -104,7 +103,7 @@ class executor {
         values_[graph::index(outputs[0])] = to_device(d.constant);
         return;
       }
-      for (const auto& a : d.args) stack.push_back(argument_value(d, inputs, a));
+      for (const auto& a : d.args) stack.push_back(argument_value(inputs, a));
       if (d.op) {
         (*d.op)(stack);
       } else if (d.kind == c10::prim::ListUnpack) {
@@ -178,9 +177,9 @@ class executor {
     return {};
   }
 
-  void compute_last_uses() {
+  /// release_at_[p]: edges whose last reader is the node at position p (graph outputs never).
+  void compute_release_points() {
     const auto& g = m_.graph;
-    last_use_.assign(g.edge_capacity(), SIZE_MAX);  // SIZE_MAX: never released
     std::vector<std::size_t> pos_of(g.node_capacity());
     for (std::size_t p = 0; p < order_.size(); ++p) pos_of[graph::index(order_[p])] = p;
     release_at_.assign(order_.size(), {});
@@ -200,7 +199,6 @@ class executor {
   execute_options opt_;
   std::vector<graph::node_id> order_;
   std::vector<c10::IValue> values_;
-  std::vector<std::size_t> last_use_;
   std::vector<std::vector<graph::edge_id>> release_at_;
 };
 

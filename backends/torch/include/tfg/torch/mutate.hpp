@@ -356,7 +356,7 @@ template <class Adapter>
 template <class Adapter>
 [[nodiscard]] std::variant<mutant, mutation_failure> mutate(const model& source, const Adapter& adapter,
                                                             const match::compiled_operator& op, const match::bindings& b,
-                                                            const match::symbol_table& symbols,
+                                                            match::symbol_table& symbols,
                                                             const match::requirement_table& requirements,
                                                             const input_set& inputs, match::workspace& ws) {
   auto made = instantiate(source, adapter, op, b, symbols, ws, &inputs);
@@ -374,8 +374,7 @@ template <class Adapter>
   if (auto st = match::evaluate_deferred(op, adapter, b, probe, ws); st != match::reject_stage::accepted)
     return mutation_failure{st, op.name + ": a constraint on the replacement's values does not hold"};
   // R(v) of every node that reads an added node's output, on the mutant's own state.
-  match::symbol_table& table = const_cast<match::symbol_table&>(symbols);  // interning new kinds only
-  torch_match_adapter after(mu.graph_model, mu.probe, table);
+  torch_match_adapter after(mu.graph_model, mu.probe, symbols);  // interns the new nodes' kinds
   std::unordered_set<std::size_t> readers;
   for (auto n : mu.added)
     for (auto e : mu.graph_model.graph.outputs(n))

@@ -178,4 +178,10 @@ inline example_outcome run_example(match::compiled_operator const& op, dsl::exam
   return out;
 }
 
+/// A probe that reports the same F, `p`, for every replacement value.
+struct fixed_probe : match::probe_source {
+  state::edge_profile p;
+  state::edge_profile const* profile(std::uint32_t) const override { return &p; }
+};
+
 }  // namespace tfg_match_test

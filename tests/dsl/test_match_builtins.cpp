@@ -173,10 +173,7 @@ TEST_CASE("match builtins: deferred output conditions read replacement states fr
   match::bindings b;
   std::mt19937_64 rng(0);
   REQUIRE(match::evaluate(op, m, x, b, rng, ws) == match::reject_stage::accepted);
-  struct probe : match::probe_source {
-    state::edge_profile p;
-    state::edge_profile const* profile(std::uint32_t) const override { return &p; }
-  } pr;
+  fixed_probe pr;
   auto c = T(dtype::f32, {2, 3});
   c.storage_group = 99;
   pr.p.runs = {c};

@@ -167,10 +167,7 @@ TEST_CASE("requirements: output stage checks the requirements of rewired outside
   match::bindings b;
   std::mt19937_64 rng(0);
   REQUIRE(match::evaluate(op, m, x, b, rng, ws) == match::reject_stage::accepted);
-  struct probe : match::probe_source {
-    state::edge_profile p;
-    state::edge_profile const* profile(std::uint32_t) const override { return &p; }
-  } pr;
+  fixed_probe pr;
   pr.p.runs = {T(dtype::f32, {128})};  // flattened: the linear's last dim no longer matches
   match::node_id bad{};
   CHECK(match::check_rewired_consumers(op, m, b, reqs.requirements, &pr, ws, &bad) == match::reject_stage::output);

@@ -3,6 +3,9 @@
 #include <tfg/match/pool.hpp>
 #include <tfg/torch/ops_check.hpp>
 #include <tfg/torch/torch.hpp>
+#include <tfg/torch/configs.hpp>
+
+#include "commands.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -147,11 +150,8 @@ int run_export(const std::string& in, const std::string& out) {
 // ---- operator pool ----------------------------------------------------------------------------
 
 std::vector<std::filesystem::path> operator_dirs(const std::vector<std::string>& given) {
-  std::vector<std::filesystem::path> dirs(given.begin(), given.end());
-  if (!dirs.empty()) return dirs;
-  if (const char* env = std::getenv("TFG_OPERATORS")) return {env};
-  if (std::filesystem::is_directory(TFG_SOURCE_OPERATORS)) return {TFG_SOURCE_OPERATORS};
-  return {TFG_INSTALLED_OPERATORS};
+  const auto d = default_operator_dirs(given);
+  return {d.begin(), d.end()};
 }
 
 struct loaded_pool {
@@ -316,6 +316,14 @@ int run_candidates(const std::string& model_path, const std::string& inputs_path
   *lp->context = {};
   return 0;
 }
+int run_configs() {
+  std::printf("%-20s %-10s %-16s %s\n", "configuration", "available", "compared with", "how");
+  for (const auto& c : tfg::torch::list_configs())
+    std::printf("%-20s %-10s %-16s %s%s\n", c.name.c_str(), c.available ? "yes" : "no", c.reference.empty() ? "-" : c.reference.c_str(),
+                c.description.c_str(), c.available ? "" : (" [" + c.why_not + "]").c_str());
+  std::printf("\na campaign runs every available CPU configuration by default (flowmut run --config NAME to choose)\n");
+  return 0;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -361,13 +369,68 @@ int main(int argc, char** argv) {
   cand->add_option("--ops", op_dirs, "operator folders (default: the bundled operators/)");
   cand->add_flag("--probe", cand_probe, "apply every retained candidate and check the mutant's legality");
 
+  auto* configs = app.add_subcommand("configs", "list the execution configurations and whether this machine has them");
+
+  run_args ra;
+  auto* run = app.add_subcommand("run", "run a mutation campaign on a seed model");
+  run->add_option("model", ra.model, "seed TorchScript .pt file (not needed with --resume)");
+  run->add_option("--rounds", ra.rounds, "rounds to run in total")->default_val(250);
+  run->add_option("--out", ra.out, "campaign folder (database, findings, checkpoints)")->required();
+  run->add_option("--policy", ra.policy, "linucb | ucb1 | random | fixed | one-shot")->default_val("linucb");
+  run->add_option("--features", ra.ablation, "feature ablation: all | coverage-only | impact-only | no-L | no-T | no-M | no-P | no-I")
+      ->default_val("all");
+  run->add_option("--alpha", ra.alpha, "LinUCB exploration weight")->default_val(1.0);
+  run->add_option("--ops", ra.op_dirs, "operator folders (default: the bundled operators/)");
+  run->add_option("--config", ra.configs, "execution configurations to run (repeat; default: every CPU configuration)");
+  run->add_option("--inputs", ra.inputs, "profiling inputs (default MODEL.inputs.pt or 3 random inputs)");
+  run->add_option("--seed", ra.seed, "campaign seed (a campaign is deterministic for a seed)")->default_val(1);
+  run->add_option("--timeout", ra.timeout_s, "per-mutant timeout cap in seconds (the timeout is calibrated below it)")->default_val(60);
+  run->add_option("--reruns", ra.reruns, "reliability reruns of each new finding")->default_val(2);
+  run->add_option("--rss-limit-mb", ra.rss_limit_mb, "worker memory limit (default min(8 GiB, RAM/2))");
+  run->add_flag("--resume", ra.resume, "continue the campaign in --out");
+  run->add_flag("--force", ra.force, "start over in a folder that holds a campaign");
+  run->add_flag("-q,--quiet", ra.quiet, "no status line");
+
+  compare_args ca;
+  auto* cmp = app.add_subcommand("compare", "run several policies on the same seeds and print a Table-7-like comparison");
+  cmp->add_option("models", ca.models, "seed .pt files")->required()->check(CLI::ExistingFile);
+  cmp->add_option("--out", ca.out, "folder for the campaigns (OUT/SEED/POLICY)")->required();
+  cmp->add_option("--policies", ca.policies, "policies (and ablations as linucb/no-P) to compare")->delimiter(',');
+  cmp->add_option("--rounds", ca.rounds, "rounds per campaign")->default_val(250);
+  cmp->add_option("--ops", ca.op_dirs, "operator folders");
+  cmp->add_option("--config", ca.configs, "execution configurations");
+  cmp->add_option("--seed", ca.seed, "campaign seed")->default_val(1);
+  cmp->add_option("--timeout", ca.timeout_s, "per-mutant timeout cap in seconds")->default_val(60);
+  cmp->add_flag("--resume", ca.resume, "reuse campaigns that are already there (continue unfinished ones)");
+
+  std::string summary_dir;
+  auto* summary = app.add_subcommand("summary", "print a campaign's rounds, verdicts, metric curve and findings");
+  summary->add_option("dir", summary_dir, "campaign folder")->required()->check(CLI::ExistingDirectory);
+
+  std::string worker_dir;
+  auto* worker = app.add_subcommand("worker", "(internal) serve execution requests from a supervising campaign");
+  worker->add_option("--dir", worker_dir, "folder for the write-ahead record")->required();
+  worker->group("");
+
   CLI11_PARSE(app, argc, argv);
+  const std::string self_exe = std::filesystem::read_symlink("/proc/self/exe").string();
   try {
     if (*profile) return run_profile(pa);
     if (*exp) return run_export(export_in, export_out);
     if (*ops_list) return run_ops_list(op_dirs, ops_json);
     if (*ops_check) return run_ops_check(op_dirs, ops_verbose);
     if (*cand) return run_candidates(cand_model, cand_inputs, op_dirs, cand_probe);
+    if (*configs) return run_configs();
+    if (*worker) return run_worker_command(worker_dir);
+    if (*summary) return run_summary_command(summary_dir);
+    if (*cmp) return run_compare_command(ca, self_exe);
+    if (*run) {
+      if (ra.model.empty() && !ra.resume) {
+        std::cerr << "flowmut run: a seed model is required (or --resume)\n";
+        return 2;
+      }
+      return run_campaign_command(ra, self_exe);
+    }
   } catch (const tfg::torch::model_error& e) {
     std::cerr << "flowmut: error: " << e.what() << "\n";
     return 2;

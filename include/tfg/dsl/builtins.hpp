@@ -9,7 +9,9 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "tfg/dsl/ast.hpp"
 
@@ -188,6 +190,14 @@ inline constexpr std::array<helper_info, 5> helpers{{
 
 /// Op namespaces accepted in op names (`tfg` only for helpers).
 inline constexpr std::array<std::string_view, 4> op_namespaces{{"aten", "prim", "quantized", "tfg"}};
+
+/// Further op namespaces a backend knows, e.g. those of custom operator libraries registered
+/// with TORCH_LIBRARY in this process (tfg::torch::register_custom_op_namespaces fills it).
+/// Process-wide; set it before loading operator files. Not thread-safe against concurrent loads.
+[[nodiscard]] inline std::vector<std::string>& extra_op_namespaces() {
+  static std::vector<std::string> extra;
+  return extra;
+}
 
 /// Attributes of example graph inputs: `%a: f32[2,3]{cuda, min=-1.0}`.
 struct input_attr_info {

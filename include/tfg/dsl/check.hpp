@@ -341,10 +341,12 @@ class checker {
   bool check_op_name(std::string const& name, source_loc loc, bool helpers_allowed) {
     auto const sep = name.find("::");
     std::string const ns = name.substr(0, sep);
-    if (std::find(op_namespaces.begin(), op_namespaces.end(), ns) == op_namespaces.end()) {
+    auto const& extra = extra_op_namespaces();
+    if (std::find(op_namespaces.begin(), op_namespaces.end(), ns) == op_namespaces.end() &&
+        std::find(extra.begin(), extra.end(), ns) == extra.end()) {
       error(errc::bad_op_name, head(loc, static_cast<std::uint32_t>(sep)),
             "unknown op namespace '" + ns + "' in '" + name + "'",
-            {{"op names are written ns::name with ns one of aten, prim, quantized (tfg:: for helpers)", std::nullopt}});
+            {{"op names are written ns::name with ns one of aten, prim, quantized (tfg:: for helpers), or the namespace of a custom operator library registered in this process", std::nullopt}});
       return false;
     }
     if (ns == "tfg") {

@@ -42,9 +42,21 @@ class executor {
     for (auto& v : values_) v = c10::IValue();
     for (std::size_t i = 0; i < in.size(); ++i) values_[graph::index(in[i])] = to_device(inputs[i]);
     observe(graph::no_node, in);
+    return run_from(0, observe);
+  }
+
+  /// Resumes execution at position `from` of order() on the values the last run left (or that
+  /// value_mut() put there) and returns what forward returns; `observe` is called after each
+  /// node as in run(), but not for the graph inputs. run_from(0) after setting every graph
+  /// input is a run. Precondition: the values read by nodes at positions >= from are present
+  /// (free_dead_values is false) and were not modified in place by the nodes being re-run.
+  /// Used by influence.hpp to re-run the part of a model downstream of a perturbed edge.
+  template <class Observer>
+  c10::IValue run_from(std::size_t from, Observer&& observe) {
+    const auto& g = m_.graph;
     ::torch::jit::Stack stack;
     stack.reserve(16);
-    for (std::size_t pos = 0; pos < order_.size(); ++pos) {
+    for (std::size_t pos = from; pos < order_.size(); ++pos) {
       const graph::node_id n = order_[pos];
       run_node(n, stack);
       observe(n, g.outputs(n));
@@ -59,6 +71,9 @@ class executor {
 
   /// Value of an edge after the last run (None when released or never computed).
   [[nodiscard]] const c10::IValue& value(graph::edge_id e) const { return values_[graph::index(e)]; }
+  /// Mutable value of an edge: an observer may substitute the value consumers will read (same
+  /// type expected); between runs, together with run_from(), it injects a value mid-model.
+  [[nodiscard]] c10::IValue& value_mut(graph::edge_id e) { return values_[graph::index(e)]; }
   [[nodiscard]] const std::vector<graph::node_id>& order() const noexcept { return order_; }
   [[nodiscard]] const model& target() const noexcept { return m_; }
 

@@ -3,8 +3,13 @@
 /// "Externs"). Externs see only their arguments, so the graph and profile they reason about
 /// are published through an `extern_context` that the caller points at the model being
 /// matched (one model at a time per registry).
+#include <tfg/dsl/builtins.hpp>
 #include <tfg/match/program.hpp>
 #include <tfg/torch/profile.hpp>
+
+#include <torch/csrc/jit/runtime/operator.h>
+
+#include <algorithm>
 
 #include <memory>
 
@@ -26,11 +31,27 @@ namespace detail {
 
 }  // namespace detail
 
+/// Makes the namespaces of every operator registered in this process (custom operator
+/// libraries loaded with TORCH_LIBRARY, e.g. the test-only `tfg_fault`) valid in operator
+/// files (dsl::extra_op_namespaces). Idempotent; called by torch_externs.
+inline void register_custom_op_namespaces() {
+  auto& extra = dsl::extra_op_namespaces();
+  for (const auto& op : ::torch::jit::getAllOperators()) {
+    const auto& name = op->schema().name();
+    const auto sep = name.find("::");
+    if (sep == std::string::npos) continue;
+    std::string ns = name.substr(0, sep);
+    if (std::find(dsl::op_namespaces.begin(), dsl::op_namespaces.end(), ns) != dsl::op_namespaces.end()) continue;
+    if (std::find(extra.begin(), extra.end(), ns) == extra.end()) extra.push_back(std::move(ns));
+  }
+}
+
 /// The backend's externs:
 ///  * `no_inplace_writer(tensor) -> bool`: no in-place operator in the model writes the storage
 ///    of the tensor (in the current profiling run), so reading it earlier or later, or through a
 ///    copy, sees the same values.
 [[nodiscard]] inline match::extern_registry torch_externs(std::shared_ptr<const extern_context> ctx) {
+  register_custom_op_namespaces();
   match::extern_registry r;
   r.add("no_inplace_writer", [ctx](std::span<const match::extern_arg> args) -> std::optional<match::attr_value> {
     if (args.size() != 1 || !args[0].state || !ctx->target || !ctx->prof) return std::nullopt;

@@ -350,18 +350,17 @@ template <class Adapter>
   return out;
 }
 
-/// The full legality check of a candidate: instantiate, probe (run the mutant op by op on
-/// `inputs`), the deferred constraints, and R(v) of every node that reads a replacement
-/// value. A mutant that fails to run in the probe is rejected at `output` with the error.
+/// The legality checks of an instantiated mutant `mu`: the probe (run it op by op on `inputs`,
+/// filling `mu.probe`), the deferred constraints, and R(v) of every node that reads a replacement
+/// value. Returns nullopt when legal. A mutant that fails to run in the probe is rejected at
+/// `output` with the error. Executes the mutant in this process: a campaign calls it only after
+/// a supervised worker ran the mutant's reference configuration without crashing.
 template <class Adapter>
-[[nodiscard]] std::variant<mutant, mutation_failure> mutate(const model& source, const Adapter& adapter,
-                                                            const match::compiled_operator& op, const match::bindings& b,
-                                                            match::symbol_table& symbols,
-                                                            const match::requirement_table& requirements,
-                                                            const input_set& inputs, match::workspace& ws) {
-  auto made = instantiate(source, adapter, op, b, symbols, ws, &inputs);
-  if (auto* f = std::get_if<mutation_failure>(&made)) return *f;
-  auto& mu = std::get<mutant>(made);
+[[nodiscard]] std::optional<mutation_failure> check_mutant(mutant& mu, const Adapter& adapter,
+                                                           const match::compiled_operator& op,
+                                                           const match::bindings& b, match::symbol_table& symbols,
+                                                           const match::requirement_table& requirements,
+                                                           const input_set& inputs, match::workspace& ws) {
   try {
     profiler prof({c10::Device(c10::kCPU), true, false, false});
     mu.probe = prof.run(mu.graph_model, inputs);
@@ -387,6 +386,20 @@ template <class Adapter>
                               op.name + ": " + std::string(after.op_kind(graph::node_id{static_cast<std::uint32_t>(r)})) +
                                   " rejects its new input" + (failed ? " (" + failed->where + ")" : "")};
   }
+  return std::nullopt;
+}
+
+/// The full legality check of a candidate: instantiate, then check_mutant.
+template <class Adapter>
+[[nodiscard]] std::variant<mutant, mutation_failure> mutate(const model& source, const Adapter& adapter,
+                                                            const match::compiled_operator& op, const match::bindings& b,
+                                                            match::symbol_table& symbols,
+                                                            const match::requirement_table& requirements,
+                                                            const input_set& inputs, match::workspace& ws) {
+  auto made = instantiate(source, adapter, op, b, symbols, ws, &inputs);
+  if (auto* f = std::get_if<mutation_failure>(&made)) return *f;
+  auto& mu = std::get<mutant>(made);
+  if (auto f = check_mutant(mu, adapter, op, b, symbols, requirements, inputs, ws)) return *f;
   return std::move(mu);
 }
 

@@ -1,0 +1,192 @@
+#pragma once
+/// The execution worker: runs one mutant under the requested execution configurations, judges
+/// every configuration against its reference and returns the verdicts and the runtime-trace
+/// labels as one JSON line. It runs inside a process started by exec (`flowmut worker`,
+/// supervised by tfg::campaign::worker) so that a crash, an abort, a hang or unbounded memory
+/// of the framework under test kills only the worker; `serve_requests` is the process's loop,
+/// `handle_request` the in-process core (tests call it directly).
+///
+/// Request (one line): {"id": N, "model": PATH.pt, "inputs": PATH.pt, "configs": [NAME...],
+///   "threads": 1, "labels": true, "perf_ratio": 10, "perf_min_ms": 100}
+/// Reply (one line): {"id": N, "ok": bool, "error": TEXT (model does not load),
+///   "results": [{"config","ok","error","wall_ms","prepare_ms"}...],
+///   "verdicts": [{"kind","a","b","input","path","max_abs","max_rel","message","tie"}...]
+///     (the worst verdict of every compared pair that is a finding or an error in both),
+///   "slow": [{"a","b","ratio","a_ms","b_ms"}...] (performance anomalies),
+///   "labels": [TEXT...], "transitions": [[i, j]...], "ms": total}
+/// Before each configuration the worker writes `current.json` ({"id","model","config","pid"})
+/// into its folder: a write-ahead record that names the mutant and configuration a crash or
+/// hang belongs to even when the reply never comes.
+#include <tfg/campaign/crash_handler.hpp>
+#include <tfg/campaign/process.hpp>
+#include <tfg/torch/compare.hpp>
+#include <tfg/torch/configs.hpp>
+#include <tfg/torch/import.hpp>
+#include <tfg/torch/inputs.hpp>
+#include <tfg/torch/profile.hpp>
+#include <tfg/torch/trace_labels.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <unistd.h>
+
+namespace tfg::torch {
+
+/// The configurations a campaign runs by default: every CPU configuration this build has.
+[[nodiscard]] inline std::vector<std::string> default_campaign_configs() {
+  std::vector<std::string> out;
+  for (const auto& c : list_configs())
+    if (c.available && c.name.rfind("cuda", 0) != 0) out.push_back(c.name);
+  return out;
+}
+
+/// State a worker keeps across requests: loaded input sets by path.
+struct worker_state {
+  std::filesystem::path dir;  ///< where current.json goes; empty: none (in-process use)
+  std::map<std::string, input_set> inputs;
+};
+
+namespace worker_detail {
+
+inline void write_current(const worker_state& st, const nlohmann::json& rec) {
+  if (st.dir.empty()) return;
+  // Not fsync'ed: the reader is the supervisor on this machine, after the worker died.
+  const auto tmp = st.dir / "current.json.tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << rec.dump() << "\n";
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, st.dir / "current.json", ec);
+}
+
+[[nodiscard]] inline nlohmann::json verdict_json(const oracle::verdict& v) {
+  return {{"kind", std::string(oracle::to_string(v.kind))},
+          {"a", v.config_a},
+          {"b", v.config_b},
+          {"input", v.input_index == oracle::no_index ? -1 : static_cast<std::int64_t>(v.input_index)},
+          {"path", v.output_path},
+          {"max_abs", std::isfinite(v.max_abs) ? v.max_abs : 1e300},
+          {"max_rel", std::isfinite(v.max_rel) ? v.max_rel : 1e300},
+          {"message", v.message},
+          {"tie", v.tie_dependent}};
+}
+
+[[nodiscard]] inline bool is_gradient_config(std::string_view c) { return c.rfind("autograd", 0) == 0; }
+
+}  // namespace worker_detail
+
+/// Runs one request (see the file comment). Never throws: failures become fields of the reply.
+[[nodiscard]] inline nlohmann::json handle_request(const nlohmann::json& req, worker_state& st) {
+  using nlohmann::json;
+  const auto t0 = std::chrono::steady_clock::now();
+  json reply = {{"id", req.value("id", -1)}, {"ok", false}};
+  const std::string model_path = req.value("model", "");
+  const std::string inputs_path = req.value("inputs", "");
+  model m;
+  const input_set* inputs = nullptr;
+  try {
+    m = torchscript_importer().load(model_path);
+    auto it = st.inputs.find(inputs_path);
+    if (it == st.inputs.end()) it = st.inputs.emplace(inputs_path, load_inputs(inputs_path)).first;
+    inputs = &it->second;
+  } catch (const std::exception& e) {
+    reply["error"] = config_detail::clean_error(e.what());
+    return reply;
+  }
+  std::vector<std::string> configs = req.contains("configs") ? req["configs"].get<std::vector<std::string>>()
+                                                             : default_campaign_configs();
+  run_options ro;
+  ro.threads = req.value("threads", 1);
+  ro.warmup = req.value("warmup", 2);
+  const bool want_labels = req.value("labels", true);
+  std::map<std::string, run_result> results;
+  std::vector<std::string> sequence;
+  event_labels names;
+  json rs = json::array();
+  for (const auto& c : configs) {
+    worker_detail::write_current(st, {{"id", reply["id"]}, {"model", model_path}, {"config", c}, {"pid", ::getpid()}});
+    event_trace trace;
+    run_result r;
+    {
+      std::optional<event_recorder> rec;
+      if (want_labels) rec.emplace(names, trace);
+      r = run_config(c, m, *inputs, ro);
+    }
+    if (r.ok() && want_labels) append_labels(trace, names, c, sequence);  // failures add no labels
+    rs.push_back({{"config", c}, {"ok", r.ok()}, {"error", r.error}, {"wall_ms", r.wall_ms}, {"prepare_ms", r.prepare_ms}});
+    results.emplace(c, std::move(r));
+  }
+  worker_detail::write_current(st, {{"id", reply["id"]}, {"model", model_path}, {"config", "compare"}, {"pid", ::getpid()}});
+  reply["results"] = std::move(rs);
+
+  json verdicts = json::array(), slow = json::array();
+  const double perf_ratio = req.value("perf_ratio", 10.0), perf_min_ms = req.value("perf_min_ms", 100.0);
+  for (const auto& c : configs) {
+    const auto info = find_config(c);
+    if (!info || info->reference.empty()) continue;
+    const auto a = results.find(info->reference), b = results.find(c);
+    if (a == results.end() || b == results.end()) continue;
+    const char* ref64_name = worker_detail::is_gradient_config(c) ? "autograd_float64" : "float64_reference";
+    const run_result* ref64 = nullptr;
+    if (auto r64 = results.find(ref64_name); r64 != results.end() && c != ref64_name && r64->second.ok())
+      ref64 = &r64->second;
+    oracle::verdict v;
+    try {
+      v = judge(a->second, b->second, {}, &m, ref64);
+    } catch (const std::exception& e) {
+      v.kind = oracle::verdict_kind::state_mismatch;
+      v.config_a = a->first;
+      v.config_b = c;
+      v.message = "cannot compare: " + config_detail::clean_error(e.what());
+    }
+    if (v.finding() || v.kind == oracle::verdict_kind::error_in_both) verdicts.push_back(worker_detail::verdict_json(v));
+    const double am = a->second.wall_ms, bm = b->second.wall_ms;
+    if (a->second.ok() && b->second.ok() && bm > perf_ratio * std::max(am, 1e-3) && bm - am > perf_min_ms)
+      slow.push_back({{"a", a->first}, {"b", c}, {"ratio", bm / std::max(am, 1e-3)}, {"a_ms", am}, {"b_ms", bm}});
+  }
+  reply["verdicts"] = std::move(verdicts);
+  reply["slow"] = std::move(slow);
+  const auto summary = summarise_labels(sequence);
+  reply["labels"] = summary.labels;
+  json tr = json::array();
+  for (auto [i, j] : summary.transitions) tr.push_back({i, j});
+  reply["transitions"] = std::move(tr);
+  reply["ok"] = true;
+  reply["ms"] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return reply;
+}
+
+/// The worker process's main loop: crash handler installed, one reply per request line, until
+/// the supervisor closes the request pipe. Returns the process exit status.
+inline int serve_requests(const std::filesystem::path& dir) {
+  campaign::install_crash_handler();
+  campaign::worker_channel ch;
+  if (!ch.valid()) {
+    std::fprintf(stderr, "flowmut worker: not started by a supervisor (fds 3 and 4 are not open)\n");
+    return 2;
+  }
+  worker_state st;
+  st.dir = dir;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  while (auto line = ch.next_request()) {
+    nlohmann::json reply;
+    try {
+      const auto req = nlohmann::json::parse(*line);
+      if (req.value("op", "") == "ping") reply = {{"id", req.value("id", -1)}, {"ok", true}, {"pid", ::getpid()}};
+      else reply = handle_request(req, st);
+    } catch (const std::exception& e) {
+      reply = {{"ok", false}, {"error", std::string("bad request: ") + e.what()}};
+    }
+    ch.reply(reply.dump());
+  }
+  return 0;
+}
+
+}  // namespace tfg::torch

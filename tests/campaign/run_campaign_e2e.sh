@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# End-to-end campaign checks, as a user runs them: a campaign on the default seed, fault
+# injection (the campaign survives every fault and records exactly one finding per fault), and
+# kill -9 followed by --resume (no reported finding is lost).
+# Usage: run_campaign_e2e.sh FLOWMUT SRC WORK
+set -euo pipefail
+FLOWMUT=$1 SRC=$2 WORK=$3
+PY=/usr/bin/python3
+SEED=$SRC/tests/data/tiny_mix.pt
+FAULTS=$SRC/tests/data/fault_ops
+rm -rf "$WORK" && mkdir -p "$WORK"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+sql() { $PY -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print("\n".join("|".join(map(str,r)) for r in c.execute(sys.argv[2])))' "$1" "$2"; }
+
+echo "== 1. a campaign on the default seed with the bundled operators"
+"$FLOWMUT" run "$SEED" --rounds 12 --out "$WORK/plain" --config eager_op_by_op --config graph_executor \
+  --config float64_reference -q > "$WORK/plain.out" 2>&1 || { cat "$WORK/plain.out"; fail "plain campaign exited $?"; }
+rounds=$(sql "$WORK/plain/campaign.db" "select count(*) from rounds")
+[ "$rounds" = 12 ] || fail "expected 12 recorded rounds, found $rounds"
+legal=$(sql "$WORK/plain/campaign.db" "select count(*) from rounds where verdict in ('legal','finding')")
+[ "$legal" -ge 1 ] || fail "no legal mutant in 12 rounds"
+sql "$WORK/plain/campaign.db" "select count(*) from metrics" | grep -qv '^0$' || fail "no metrics checkpoint"
+"$FLOWMUT" summary "$WORK/plain" > "$WORK/summary.out" || fail "summary failed"
+grep -q "verdicts:" "$WORK/summary.out" || fail "summary has no verdict counts"
+# an existing campaign is never overwritten by accident
+if "$FLOWMUT" run "$SEED" --rounds 2 --out "$WORK/plain" -q > "$WORK/again.out" 2>&1; then fail "overwrote a campaign"; fi
+grep -q "already holds a campaign" "$WORK/again.out" || { cat "$WORK/again.out"; fail "no clear message for an occupied folder"; }
+
+echo "== 2. fault injection: segfault, abort, hang, unbounded allocation, NaN in one configuration"
+"$FLOWMUT" run "$SEED" --ops "$FAULTS" --policy one-shot --rounds 8 --out "$WORK/fault" --timeout 3 \
+  --rss-limit-mb 512 --reruns 1 --config eager_op_by_op --config float64_reference -q > "$WORK/fault.out" 2>&1 \
+  || { cat "$WORK/fault.out"; fail "the campaign did not survive the faults"; }
+rounds=$(sql "$WORK/fault/campaign.db" "select count(*) from rounds")
+[ "$rounds" = 8 ] || fail "fault campaign: expected 8 rounds, found $rounds"
+kinds=$(sql "$WORK/fault/campaign.db" "select kind || ':' || count(*) from findings group by kind order by kind" | tr '\n' ' ')
+echo "findings by kind: $kinds"
+[ "$kinds" = "abort:1 crash:1 hang:1 nan_inf:1 out_of_memory:1 " ] || { cat "$WORK/fault.out"; fail "expected exactly one finding per fault, got: $kinds"; }
+sql "$WORK/fault/campaign.db" "select title from findings where kind='crash'" | grep -q "SIGSEGV" || fail "crash title lacks SIGSEGV"
+sql "$WORK/fault/campaign.db" "select key from findings where kind='crash'" | grep -q "tfg_fault_segv_here" || fail "crash signature lacks the faulting frame"
+for d in $(sql "$WORK/fault/campaign.db" "select dir from findings"); do
+  [ -s "$WORK/fault/$d/mutant.pt" ] && [ -s "$WORK/fault/$d/meta.json" ] || fail "finding folder $d is incomplete"
+done
+
+echo "== 3. kill -9 mid-campaign, then --resume: no reported finding is lost"
+"$FLOWMUT" run "$SEED" --ops "$FAULTS" --policy random --rounds 14 --out "$WORK/kill" --timeout 3 \
+  --rss-limit-mb 512 --reruns 0 --config eager_op_by_op --config float64_reference -q > "$WORK/kill.out" 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do
+  n=$(sql "$WORK/kill/campaign.db" "select count(*) from findings" 2>/dev/null || echo 0)
+  [ "${n:-0}" -ge 2 ] && break
+  kill -0 $pid 2>/dev/null || break
+  sleep 0.1
+done
+kill -9 $pid 2>/dev/null || true
+wait $pid 2>/dev/null || true
+before=$(sql "$WORK/kill/campaign.db" "select id from findings order by id" | tr '\n' ' ')
+[ -n "$before" ] || fail "no finding was reported before the kill"
+echo "reported before kill -9: $before"
+"$FLOWMUT" run --resume --out "$WORK/kill" --rounds 14 --ops "$FAULTS" --policy random --timeout 3 --rss-limit-mb 512 \
+  --reruns 0 --config eager_op_by_op --config float64_reference -q > "$WORK/resume.out" 2>&1 \
+  || { cat "$WORK/resume.out"; fail "resume failed"; }
+after=$(sql "$WORK/kill/campaign.db" "select id from findings order by id" | tr '\n' ' ')
+for id in $before; do
+  case " $after " in *" $id "*) ;; *) fail "finding $id was lost by kill -9 + resume" ;; esac
+done
+rounds=$(sql "$WORK/kill/campaign.db" "select count(*) from rounds")
+[ "$rounds" = 14 ] || fail "resumed campaign: expected 14 rounds, found $rounds"
+echo "all campaign end-to-end checks passed"

@@ -1,0 +1,236 @@
+// flowmut run / compare / summary / worker: the campaign commands.
+#include "commands.hpp"
+
+#include <tfg/torch/campaign.hpp>
+
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+volatile std::sig_atomic_t g_interrupted = 0;
+
+template <class Policy>
+void on_signal(int) {
+  g_interrupted = 1;
+  tfg::torch::campaign_loop<Policy>::request_stop();
+}
+
+tfg::select::ablation parse_ablation(const std::string& s) {
+  using tfg::select::ablation;
+  using tfg::select::feature;
+  if (s == "all") return ablation::all();
+  if (s == "coverage-only") return ablation::coverage_only();
+  if (s == "impact-only") return ablation::impact_only();
+  const std::map<std::string, feature> by_name = {{"no-L", feature::site_context},      {"no-T", feature::tensor_state},
+                                                  {"no-M", feature::mutation},          {"no-P", feature::downstream_impact},
+                                                  {"no-I", feature::influence}};
+  if (auto it = by_name.find(s); it != by_name.end()) return ablation::without(it->second);
+  throw std::invalid_argument("unknown --features `" + s +
+                              "` (all, coverage-only, impact-only, no-L, no-T, no-M, no-P, no-I)");
+}
+
+/// Calls `f(policy)` with the policy named `name`. Policies are compile-time types; the name
+/// picks one of the five instantiations.
+template <class F>
+void with_policy(const std::string& name, double alpha, tfg::select::ablation feats, std::size_t arms, F&& f) {
+  namespace sel = tfg::select;
+  if (name == "linucb") {
+    sel::linucb_options o;
+    o.alpha = alpha;
+    o.features = feats;
+    f(sel::linucb(o));
+  } else if (name == "ucb1") {
+    f(sel::ucb1());
+  } else if (name == "random") {
+    f(sel::random_search());
+  } else if (name == "fixed") {
+    std::vector<std::uint32_t> order(arms);
+    for (std::size_t i = 0; i < arms; ++i) order[i] = static_cast<std::uint32_t>(i);
+    f(sel::fixed_priority(std::span<const std::uint32_t>(order)));
+  } else if (name == "one-shot") {
+    f(sel::one_shot());
+  } else {
+    throw std::invalid_argument("unknown --policy `" + name + "` (linucb, ucb1, random, fixed, one-shot)");
+  }
+}
+
+std::string status_line(const tfg::torch::campaign_status& s) {
+  char buf[512];
+  const double legal = s.executed ? 100.0 * static_cast<double>(s.legal) / static_cast<double>(s.executed) : 0.0;
+  std::snprintf(buf, sizeof buf,
+                "round %zu/%zu  %.2f r/s  legal %.0f%%  findings %zu (%zu instances)  LIC %.2e LPC %.2e LSC %.2e DFSD %.2e "
+                "sig %zu API %.1f%%  | %s",
+                s.round, s.rounds, s.rounds_per_s, legal, s.findings, s.instances, s.metrics.lic, s.metrics.lpc,
+                s.metrics.lsc, s.metrics.dfsd, s.metrics.signatures, 100 * s.metrics.api_coverage, s.last.c_str());
+  return buf;
+}
+
+}  // namespace
+
+std::vector<std::string> default_operator_dirs(const std::vector<std::string>& given) {
+  if (!given.empty()) return given;
+  if (const char* env = std::getenv("TFG_OPERATORS")) return {env};
+  if (fs::is_directory(TFG_SOURCE_OPERATORS)) return {TFG_SOURCE_OPERATORS};
+  return {TFG_INSTALLED_OPERATORS};
+}
+
+int run_worker_command(const std::string& dir) { return tfg::torch::serve_requests(dir); }
+
+int run_campaign_command(run_args a, const std::string& self_exe) {
+  tfg::torch::campaign_options o;
+  o.seed_model = a.model;
+  o.out_dir = a.out;
+  o.inputs_path = a.inputs;
+  for (const auto& d : default_operator_dirs(a.op_dirs)) o.op_dirs.emplace_back(d);
+  o.rounds = a.rounds;
+  o.seed = a.seed;
+  o.policy_name = a.policy + (a.ablation == "all" ? "" : "/" + a.ablation);
+  o.configs = a.configs;
+  o.worker_exe = self_exe;
+  o.timeout_cap = std::chrono::seconds(a.timeout_s);
+  o.reruns = a.reruns;
+  o.rss_limit_bytes = a.rss_limit_mb * (std::int64_t{1} << 20);
+  o.resume = a.resume;
+  o.force = a.force;
+  const bool tty = ::isatty(2) && !std::getenv("NO_COLOR");
+  int rc = 0;
+  with_policy(a.policy, a.alpha, parse_ablation(a.ablation), 1000, [&](auto policy) {
+    using P = decltype(policy);
+    tfg::torch::campaign_loop<P> c(o, std::move(policy), parse_ablation(a.ablation));
+    std::signal(SIGINT, &on_signal<P>);
+    std::signal(SIGTERM, &on_signal<P>);
+    std::fprintf(stderr, "flowmut run %s -> %s  (policy %s, seed %llu, %zu rounds%s)\n", a.model.c_str(), a.out.c_str(),
+                 o.policy_name.c_str(), static_cast<unsigned long long>(a.seed), a.rounds, a.resume ? ", resumed" : "");
+    auto last_print = std::chrono::steady_clock::now();
+    std::size_t last_findings = 0;
+    c.run([&](const tfg::torch::campaign_status& s) {
+      if (a.quiet) return;
+      if (s.findings > last_findings) {
+        if (tty) std::fputs("\r\x1b[K", stderr);
+        for (const auto& f : c.database().findings())
+          if (f.first_round >= 0 && static_cast<std::size_t>(f.first_round) + 1 == s.round)
+            std::fprintf(stderr, "NEW FINDING %s  %s  (round %lld, reliability %.2f)\n", f.id.c_str(), f.title.c_str(),
+                         static_cast<long long>(f.first_round), f.reliability);
+        last_findings = s.findings;
+      }
+      const auto now = std::chrono::steady_clock::now();
+      if (tty) {
+        std::fprintf(stderr, "\r\x1b[K%s", status_line(s).substr(0, 200).c_str());
+      } else if (s.round % 10 == 0 || s.round == s.rounds || now - last_print > std::chrono::seconds(30)) {
+        std::fprintf(stderr, "%s\n", status_line(s).c_str());
+        last_print = now;
+      }
+    });
+    if (tty && !a.quiet) std::fputs("\n", stderr);
+    auto& db = c.database();
+    std::printf("verdicts:");
+    for (const auto& [k, v] : db.verdict_counts()) std::printf(" %s %lld;", k.c_str(), static_cast<long long>(v));
+    std::printf("\nfindings: %zu distinct\n", db.findings().size());
+    for (const auto& f : db.findings())
+      std::printf("  %s  %-12s x%-3lld rel %.2f  %s\n", f.id.c_str(), f.kind.c_str(), static_cast<long long>(f.instances),
+                  f.reliability, f.title.c_str());
+    if (g_interrupted) {
+      std::printf("interrupted after round %zu; continue with --resume\n", c.status().round);
+      rc = 130;
+    }
+  });
+  return rc;
+}
+
+int run_summary_command(const std::string& dir) {
+  auto opened = tfg::campaign::store::open(fs::path(dir) / "campaign.db");
+  if (!opened) {
+    std::cerr << "flowmut: error: " << opened.error() << "\n";
+    return 2;
+  }
+  auto& db = *opened;
+  const auto rounds = db.rounds();
+  std::printf("campaign %s: seed %s, policy %s, %zu rounds recorded\n", dir.c_str(), db.meta("seed_model").value_or("?").c_str(),
+              db.meta("policy").value_or("?").c_str(), rounds.size());
+  std::printf("%5s %-9s %-38s %5s %7s %6s %9s  %s\n", "round", "verdict", "operator", "cand", "reward", "accept", "exec ms",
+              "site / reason");
+  for (const auto& r : rounds) {
+    const auto it = r.phase_ms.find("execute");
+    std::printf("%5lld %-9s %-38s %5lld %7.3f %6s %9.1f  %s%s%s\n", static_cast<long long>(r.round), r.verdict.c_str(),
+                r.op.c_str(), static_cast<long long>(r.candidates), r.reward, r.accepted ? "yes" : "", it == r.phase_ms.end() ? 0.0 : it->second,
+                r.site.c_str(), r.reason.empty() ? "" : "  ", r.reason.substr(0, 120).c_str());
+  }
+  std::printf("\nverdicts:");
+  for (const auto& [k, v] : db.verdict_counts()) std::printf(" %s %lld;", k.c_str(), static_cast<long long>(v));
+  std::printf("\n\nmetrics (round: LIC LPC LSC DFSD signatures API-coverage):\n");
+  for (const auto& [round, m] : db.metrics()) {
+    auto g = [&](const char* k) { auto it = m.find(k); return it == m.end() ? 0.0 : it->second; };
+    std::printf("  %5lld  %.3e %.3e %.3e %.3e %5.0f %5.1f%%\n", static_cast<long long>(round), g("lic"), g("lpc"), g("lsc"),
+                g("dfsd"), g("signatures"), 100 * g("api_coverage"));
+  }
+  std::printf("\nfindings:\n");
+  for (const auto& f : db.findings())
+    std::printf("  %s  %-12s x%-3lld rel %.2f  round %lld  %s\n    %s\n", f.id.c_str(), f.kind.c_str(),
+                static_cast<long long>(f.instances), f.reliability, static_cast<long long>(f.first_round), f.title.c_str(),
+                f.message.substr(0, 200).c_str());
+  return 0;
+}
+
+int run_compare_command(compare_args a, const std::string& self_exe) {
+  struct row {
+    std::map<std::string, double> sum;
+    int n = 0;
+  };
+  std::map<std::string, row> table;
+  for (const auto& model : a.models) {
+    for (const auto& policy : a.policies) {
+      run_args r;
+      r.model = model;
+      std::string leaf = policy;
+      for (auto& ch : leaf) if (ch == '/') ch = '_';
+      r.out = (fs::path(a.out) / fs::path(model).stem() / leaf).string();
+      r.op_dirs = a.op_dirs;
+      r.configs = a.configs;
+      r.policy = policy.substr(0, policy.find('/'));
+      if (policy.find('/') != std::string::npos) r.ablation = policy.substr(policy.find('/') + 1);
+      r.rounds = a.rounds;
+      r.seed = a.seed;
+      r.timeout_s = a.timeout_s;
+      r.quiet = true;
+      r.resume = a.resume && fs::exists(fs::path(r.out) / "state.json");
+      r.force = !r.resume;
+      std::fprintf(stderr, "compare: %s with %s (%zu rounds) -> %s\n", model.c_str(), policy.c_str(), a.rounds, r.out.c_str());
+      auto t0 = std::chrono::steady_clock::now();
+      if (int rc = run_campaign_command(r, self_exe); rc != 0) return rc;
+      auto opened = tfg::campaign::store::open(fs::path(r.out) / "campaign.db");
+      if (!opened) return 2;
+      const auto metrics = opened->metrics();
+      if (metrics.empty()) continue;
+      auto& row = table[policy];
+      for (const auto& [k, v] : metrics.back().second) row.sum[k] += v;
+      const auto counts = opened->verdict_counts();
+      double executed = 0, legal = 0;
+      for (const auto& [k, v] : counts) {
+        if (k == "legal" || k == "finding" || k == "illegal") executed += static_cast<double>(v);
+        if (k == "legal" || k == "finding") legal += static_cast<double>(v);
+      }
+      row.sum["legal_rate"] += executed > 0 ? legal / executed : 0;
+      row.sum["minutes"] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 60;
+      ++row.n;
+    }
+  }
+  std::printf("\nmean over %zu seeds at round %zu (flowmut compare; Table-7 layout)\n", a.models.size(), a.rounds);
+  std::printf("%-10s %10s %10s %10s %10s %10s %8s %9s %8s %8s\n", "policy", "LIC", "LPC", "LSC", "DFSD", "signatures",
+              "API cov", "legal", "findings", "minutes");
+  for (const auto& policy : a.policies) {
+    auto it = table.find(policy);
+    if (it == table.end()) continue;
+    auto m = [&](const char* k) { return it->second.sum[k] / std::max(1, it->second.n); };
+    std::printf("%-10s %10.3e %10.3e %10.3e %10.3e %10.1f %7.1f%% %8.1f%% %8.1f %8.1f\n", policy.c_str(), m("lic"),
+                m("lpc"), m("lsc"), m("dfsd"), m("signatures"), 100 * m("api_coverage"), 100 * m("legal_rate"),
+                m("findings"), m("minutes"));
+  }
+  return 0;
+}

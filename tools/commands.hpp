@@ -1,0 +1,42 @@
+// Subcommands implemented outside flowmut.cpp (each file is one translation unit).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+struct run_args {
+  std::string model;
+  std::string out;
+  std::string inputs;
+  std::vector<std::string> op_dirs;
+  std::vector<std::string> configs;
+  std::string policy = "linucb";
+  std::string ablation = "all";  // all | coverage-only | impact-only | no-L | no-T | no-M | no-P | no-I
+  double alpha = 1.0;
+  std::size_t rounds = 250;
+  std::uint64_t seed = 1;
+  int timeout_s = 60;
+  int reruns = 2;
+  std::int64_t rss_limit_mb = 0;
+  bool resume = false;
+  bool force = false;
+  bool quiet = false;
+};
+
+struct compare_args {
+  std::vector<std::string> models;
+  std::string out;
+  std::vector<std::string> policies{"linucb", "ucb1", "random"};
+  std::vector<std::string> op_dirs;
+  std::vector<std::string> configs;
+  std::size_t rounds = 250;
+  std::uint64_t seed = 1;
+  int timeout_s = 60;
+  bool resume = false;
+};
+
+int run_campaign_command(run_args a, const std::string& self_exe);
+int run_compare_command(compare_args a, const std::string& self_exe);
+int run_worker_command(const std::string& dir);
+int run_summary_command(const std::string& dir);
+std::vector<std::string> default_operator_dirs(const std::vector<std::string>& given);

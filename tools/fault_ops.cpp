@@ -1,0 +1,61 @@
+// Fault-injection operators for the tool's own tests (reliability-and-reporting.md 6.1 item 15).
+// They are registered in every flowmut process under the `tfg_fault` namespace but are reachable
+// only through the test-only operator files in tests/data/fault_ops/: the bundled pool never
+// creates them. Each reproduces one way a framework under test can fail.
+#include <torch/library.h>
+#include <ATen/ATen.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+// Free functions outside namespace tfg, with stable names, so the crash's stack frames (and
+// therefore the finding's signature) name them.
+extern "C" __attribute__((noinline)) void tfg_fault_segv_here(volatile int* p) { *p = 42; }
+
+namespace {
+
+at::Tensor segv(const at::Tensor& x) {
+  tfg_fault_segv_here(nullptr);
+  return x.clone();
+}
+
+at::Tensor abort_op(const at::Tensor& x) {
+  std::abort();
+  return x.clone();
+}
+
+at::Tensor hang(const at::Tensor& x) {
+  for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+  return x.clone();
+}
+
+at::Tensor hog(const at::Tensor& x) {
+  static std::vector<char*> kept;  // never freed: memory grows until the watchdog kills us
+  for (;;) {
+    auto* p = static_cast<char*>(std::malloc(64 << 20));
+    if (!p) break;
+    std::memset(p, 1, 64 << 20);
+    kept.push_back(p);
+  }
+  return x.clone();
+}
+
+// NaN only in float64: the float64 reference configuration disagrees with eager float32.
+at::Tensor nan_in_f64(const at::Tensor& x) {
+  if (x.scalar_type() == at::kDouble) return at::full_like(x, std::numeric_limits<double>::quiet_NaN());
+  return x.clone();
+}
+
+}  // namespace
+
+TORCH_LIBRARY(tfg_fault, m) {
+  m.def("segv(Tensor x) -> Tensor", &segv);
+  m.def("abort(Tensor x) -> Tensor", &abort_op);
+  m.def("hang(Tensor x) -> Tensor", &hang);
+  m.def("hog(Tensor x) -> Tensor", &hog);
+  m.def("nan_in_f64(Tensor x) -> Tensor", &nan_in_f64);
+}

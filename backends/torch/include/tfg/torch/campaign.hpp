@@ -21,9 +21,7 @@
 #include <tfg/select/features.hpp>
 #include <tfg/select/impact.hpp>
 #include <tfg/select/policies.hpp>
-#include <tfg/torch/externs.hpp>
-#include <tfg/torch/influence.hpp>
-#include <tfg/torch/mutate.hpp>
+#include <tfg/torch/generate.hpp>
 #include <tfg/torch/observe.hpp>
 #include <tfg/torch/ops_check.hpp>
 #include <tfg/torch/worker.hpp>
@@ -97,40 +95,6 @@ inline void save_model_atomic(const model& m, const fs::path& path) {
   fs::rename(tmp, path);
 }
 
-[[nodiscard]] inline std::string attr_text(const match::attr_value& v) {
-  return std::visit(
-      [](const auto& x) -> std::string {
-        using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<T, std::monostate>) return "_";
-        else if constexpr (std::is_same_v<T, bool>) return x ? "true" : "false";
-        else if constexpr (std::is_same_v<T, std::int64_t> || std::is_same_v<T, double>) {
-          std::ostringstream s;
-          s << x;
-          return s.str();
-        } else if constexpr (std::is_same_v<T, std::string>) return x;
-        else {
-          std::ostringstream s;
-          s << "[";
-          for (std::size_t i = 0; i < x.size(); ++i) s << (i ? "," : "") << x[i];
-          s << "]";
-          return s.str();
-        }
-      },
-      v);
-}
-
-/// Hash of the graph's structure (op kinds in topological order and edge arity).
-[[nodiscard]] inline std::string model_hash(const model& m) {
-  std::uint64_t h = 0x6d6f64656cull;
-  for (auto n : m.graph.topological_order()) {
-    h = select::hash_combine(h, select::hash_string(m.graph.data(n).kind.toQualString()));
-    h = select::hash_combine(h, m.graph.inputs(n).size());
-  }
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
-}
-
 /// The reward of a trace given as its distinct labels and distinct transitions (what a worker
 /// returns) rather than as a sequence: each transition becomes a two-label trace, so the
 /// history gains exactly these labels and transitions. Same formula as trace_novelty::observe.
@@ -173,6 +137,9 @@ class campaign_loop {
 
   campaign_loop(campaign_options opt, Policy policy, select::ablation features = select::ablation::all())
       : opt_(std::move(opt)), policy_(std::move(policy)), features_(features) {}
+
+  /// The round generator (after run() set it up): pool, current seed, policy, coverage.
+  [[nodiscard]] mutation_generator<Policy>& generator() { return *gen_; }
 
   /// Runs (or resumes) the campaign. Throws model_error / std::runtime_error on a setup error
   /// (unreadable model, operator file errors, an occupied folder); framework failures during
@@ -231,13 +198,9 @@ class campaign_loop {
     if (!opened) throw std::runtime_error(db_path.string() + ": " + opened.error());
     store_.emplace(std::move(*opened));
 
-    pool_ = match::load_pool(opt_.op_dirs, symbols_, torch_externs(context_));
-    if (!pool_.ok()) {
-      std::string msg = std::to_string(pool_.errors) + " error(s) in the operator files:\n";
-      for (const auto& d : pool_.diagnostics) msg += d;
-      throw std::runtime_error(msg);
-    }
-    for (const auto& op : pool_.operators) arm_names_.push_back(op.name);
+    gen_.emplace(generator_options{opt_.op_dirs, opt_.seed, features_, true}, std::move(*policy_));
+    policy_.reset();
+    model seed;
 
     nlohmann::json state;
     if (opt_.resume) {
@@ -245,18 +208,18 @@ class campaign_loop {
       std::ifstream in(opt_.out_dir / "state.json");
       state = nlohmann::json::parse(in);
       seed_path_ = opt_.out_dir / state.at("seed").get<std::string>();
-      current_ = torchscript_importer().load(seed_path_.string());
+      seed = torchscript_importer().load(seed_path_.string());
       inputs_ = load_inputs((opt_.out_dir / "inputs.pt").string());
     } else {
-      current_ = torchscript_importer().load(opt_.seed_model.string());
-      inputs_ = initial_inputs();
+      seed = torchscript_importer().load(opt_.seed_model.string());
+      inputs_ = initial_inputs(seed);
       campaign_detail::save_inputs(inputs_, opt_.out_dir / "inputs.pt");
       seed_path_ = opt_.out_dir / "current.pt";
-      campaign_detail::save_model_atomic(current_, seed_path_);
+      campaign_detail::save_model_atomic(seed, seed_path_);
       store_->set_meta("seed_model", fs::absolute(opt_.seed_model).string());
       store_->set_meta("policy", opt_.policy_name);
       store_->set_meta("seed", std::to_string(opt_.seed));
-      store_->set_meta("operators", std::to_string(pool_.operators.size()));
+      store_->set_meta("operators", std::to_string(gen_->pool().operators.size()));
       store_->set_meta("started", std::to_string(std::time(nullptr)));
     }
     if (opt_.configs.empty()) opt_.configs = default_campaign_configs();
@@ -266,12 +229,11 @@ class campaign_loop {
     universe_ = requirement_universe();
     space_ = metrics_space(universe_);
     tracker_.emplace(space_);
-    rng_.seed(opt_.seed);
 
     if (opt_.resume) restore(state);
     spawn_worker();
     calibrate();
-    reprofile();
+    gen_->profile_and_set_seed(std::move(seed), inputs_);
   }
 
   void lock_folder() {
@@ -290,11 +252,11 @@ class campaign_loop {
     return u;
   }
 
-  [[nodiscard]] input_set initial_inputs() const {
+  [[nodiscard]] input_set initial_inputs(const model& seed) const {
     if (!opt_.inputs_path.empty()) return load_inputs(opt_.inputs_path);
     const auto conventional = inputs_path_for(opt_.seed_model.string());
     if (fs::exists(conventional)) return load_inputs(conventional);
-    return random_inputs(current_, 3);
+    return random_inputs(seed, 3);
   }
 
   void spawn_worker() {
@@ -336,6 +298,7 @@ class campaign_loop {
     timeout_ = std::clamp(std::chrono::milliseconds(static_cast<std::int64_t>(10 * ms)), opt_.timeout_floor, opt_.timeout_cap);
     store_->set_meta("timeout_ms", std::to_string(timeout_.count()));
     if (!opt_.resume) baseline_ = verdict_keys(base);
+    seed_times_ = config_times(base);
   }
 
   [[nodiscard]] nlohmann::json request(const fs::path& model_path) const {
@@ -350,84 +313,25 @@ class campaign_loop {
     std::set<std::string> keys;
     for (const auto& v : reply.value("verdicts", nlohmann::json::array()))
       keys.insert(v.value("kind", "") + "|" + v.value("a", "") + "|" + v.value("b", ""));
-    for (const auto& s : reply.value("slow", nlohmann::json::array())) keys.insert("slow|" + s.value("b", ""));
     return keys;
   }
 
-  /// Profiles the current seed and builds everything a round needs from it.
-  void reprofile() {
-    const auto t0 = std::chrono::steady_clock::now();
-    profile_ = profiler({c10::Device(c10::kCPU), true, false, false}).run(current_, inputs_);
-    after_profile(t0);
-  }
-
-  void after_profile(std::chrono::steady_clock::time_point t0) {
-    adapter_.emplace(current_, profile_, symbols_);
-    *context_ = {&current_, &profile_};
-    std::vector<std::vector<graph::node_id>> executed(inputs_.size());
-    for (auto n : current_.graph.nodes())
-      if (current_.graph.data(n).kind != c10::prim::Constant)
-        for (auto& x : executed) x.push_back(n);
-    impact_.emplace(current_.graph, executed);
-    const auto ti = std::chrono::steady_clock::now();
-    influence_ = influence(current_, inputs_);
-    influence_ms_ = campaign_detail::ms_since(ti);
-    seed_hash_ = campaign_detail::model_hash(current_);
-    tried_.clear();
-    profile_ms_ = campaign_detail::ms_since(t0);
-  }
-
   // ---- one round -----------------------------------------------------------------------------
-
-  struct chosen_candidate {
-    std::size_t index = 0;
-    match::candidate c;
-    select::feature_set l{select::feature::site_context}, t{select::feature::tensor_state}, m{select::feature::mutation};
-    select::context x;
-  };
 
   void one_round() {
     using clk = std::chrono::steady_clock;
     campaign::round_record rec;
     rec.round = static_cast<std::int64_t>(round_);
     rec.policy = opt_.policy_name;
-    rec.model_hash = seed_hash_;
-    rec.phase_ms["profile"] = profile_ms_;
-    rec.phase_ms["influence"] = influence_ms_;
-    profile_ms_ = influence_ms_ = 0;
+    rec.model_hash = gen_->seed_hash();
+    const auto [seed_ms, influence_ms] = gen_->take_seed_times();
+    rec.phase_ms["profile"] = seed_ms;
+    rec.phase_ms["influence"] = influence_ms;
 
-    auto t = clk::now();
-    match::construct_options co;
-    co.seed = select::hash_combine(opt_.seed, round_);
-    const auto set = match::construct(*adapter_, std::span<const match::compiled_operator>(pool_.operators), co);
-    rec.phase_ms["construct"] = campaign_detail::ms_since(t);
-
-    t = clk::now();
-    std::vector<std::size_t> index;  // candidates not tried on this seed yet
-    std::vector<select::context> xs;
-    std::vector<std::uint32_t> arms;
-    std::vector<double> g;
-    for (std::size_t i = 0; i < set.candidates.size(); ++i) {
-      if (tried_.count(candidate_key(set, set.candidates[i]))) continue;
-      index.push_back(i);
-      arms.push_back(set.candidates[i].op);
-      const auto a = graph::index(set.candidates[i].anchor);
-      g.push_back(a < influence_.g.size() ? influence_.g[a] : std::numeric_limits<double>::quiet_NaN());
-    }
-    select::normalise_influence(g);
-    chosen_candidate pick;
-    xs.reserve(index.size());
-    for (std::size_t k = 0; k < index.size(); ++k) {
-      features(set, set.candidates[index[k]], pick.l, pick.t, pick.m);
-      const double p = (*impact_)(boundary(set, set.candidates[index[k]]));
-      xs.push_back(features_.apply(select::make_context(coverage_, pick.l, pick.t, pick.m, p, g[k])));
-    }
-    rec.candidates = static_cast<std::int64_t>(index.size());
-    rec.phase_ms["features"] = campaign_detail::ms_since(t);
-    t = clk::now();
-    const std::size_t k = policy_.select(std::span<const select::context>(xs), std::span<const std::uint32_t>(arms), rng_);
-    rec.phase_ms["select"] = campaign_detail::ms_since(t);
-    if (k == select::no_candidate) {
+    auto gen = gen_->next(round_);
+    for (const auto& [k, v] : gen.phase_ms) rec.phase_ms[k] = v;
+    rec.candidates = static_cast<std::int64_t>(gen.candidates);
+    if (!gen.selected) {
       rec.verdict = "no_candidate";
       rec.reason = "no untried candidate on this seed";
       status_.last = "no candidate";
@@ -435,22 +339,13 @@ class campaign_loop {
       record_metrics();
       return;
     }
-    pick.c = set.candidates[index[k]];
-    pick.x = xs[k];
-    features(set, pick.c, pick.l, pick.t, pick.m);
-    const auto& op = pool_.operators[pick.c.op];
-    tried_.insert(candidate_key(set, pick.c));
-    rec.op = op.name;
+    const auto& pick = gen.pick;
+    const auto& op = gen_->pool().operators[pick.c.op];
+    rec.op = gen.op;
     rec.arm = pick.c.op;
     rec.context = pick.x.x;
-    rec.site = site_text(set, pick.c);
-
-    // Apply: instantiate only (no execution of the mutant in this process yet).
-    t = clk::now();
-    const auto b = set.bound(pick.c);
-    auto made = instantiate(current_, *adapter_, op, b, symbols_, ws_, &inputs_);
-    if (auto* f = std::get_if<mutation_failure>(&made)) {
-      rec.phase_ms["apply"] = campaign_detail::ms_since(t);
+    rec.site = gen.site;
+    if (auto* f = std::get_if<mutation_failure>(&gen.result)) {
       rec.verdict = "rejected";
       rec.reason = f->message;
       status_.last = "rejected " + op.name;
@@ -458,19 +353,21 @@ class campaign_loop {
       record_metrics();
       return;
     }
-    auto& mu = std::get<mutant>(made);
+    const auto& b = gen.bindings;
+    auto t = clk::now();
+    auto& mu = std::get<mutant>(gen.result);
     const auto mutant_path = opt_.out_dir / "work" / "mutant.pt";
     try {
       campaign_detail::save_model_atomic(mu.graph_model, mutant_path);
     } catch (const std::exception& e) {
-      rec.phase_ms["apply"] = campaign_detail::ms_since(t);
+      rec.phase_ms["export"] = campaign_detail::ms_since(t);
       rec.verdict = "rejected";
       rec.reason = "export: " + config_detail::clean_error(e.what());
       store_->put_round(rec);
       record_metrics();
       return;
     }
-    rec.phase_ms["apply"] = campaign_detail::ms_since(t);
+    rec.phase_ms["export"] = campaign_detail::ms_since(t);
 
     // Execute in the worker.
     t = clk::now();
@@ -478,8 +375,7 @@ class campaign_loop {
     auto ex = worker_->exchange(req.dump(), timeout_);
     rec.phase_ms["execute"] = campaign_detail::ms_since(t);
     ++status_.executed;
-    coverage_.record(pick.l, pick.t, pick.m);
-    rec.extra_json = nlohmann::json{{"elements", elements_of(pick)}}.dump();
+    rec.extra_json = nlohmann::json{{"elements", mutation_generator<Policy>::elements_of(pick)}}.dump();
 
     t = clk::now();
     const std::string culprit = culprit_of(mu, b, op);
@@ -494,10 +390,10 @@ class campaign_loop {
       status_.last = std::string(oracle::to_string(sig.kind)) + " in " + op.name;
     } else {
       const auto reply = nlohmann::json::parse(ex.reply, nullptr, false);
-      judge_reply(reply, mu, op, b, culprit, rec, req, reward);
+      judge_reply(reply, mu, op, pick, b, culprit, rec, req, reward);
     }
     rec.phase_ms["judge"] = campaign_detail::ms_since(t);
-    policy_.update(pick.x, pick.c.op, reward);
+    gen_->feedback(pick, reward);
     rec.reward = reward;
     store_->put_round(rec);
     record_metrics();
@@ -510,7 +406,8 @@ class campaign_loop {
       store_->put_metrics(static_cast<std::int64_t>(round_), metrics_map());
   }
 
-  void judge_reply(const nlohmann::json& reply, mutant& mu, const match::compiled_operator& op, const match::bindings& b,
+  void judge_reply(const nlohmann::json& reply, mutant& mu, const match::compiled_operator& op,
+                   const chosen_candidate& pick, const match::bindings& b,
                    const std::string& culprit, campaign::round_record& rec, const nlohmann::json& req, double& reward) {
     if (reply.is_discarded() || !reply.value("ok", false)) {
       rec.verdict = "worker_failure";
@@ -537,7 +434,7 @@ class campaign_loop {
       return;
     }
     // Legality on the mutant's own state (safe now: the worker ran it op by op).
-    if (auto f = check_mutant(mu, *adapter_, op, b, symbols_, pool_.requirements, inputs_, ws_)) {
+    if (auto f = gen_->check(mu, pick, b)) {
       rec.verdict = "illegal";
       rec.reason = f->message;
       status_.last = "illegal " + op.name;
@@ -556,19 +453,18 @@ class campaign_loop {
                                     *kind == oracle::finding_kind::exception ? oracle::normalise_message(v.value("message", "")) : ""};
       ids.push_back(record_finding(sig, v.value("message", ""), mu, op, rec, false, req));
     }
-    for (const auto& s : reply.value("slow", nlohmann::json::array())) {
-      if (baseline_.count("slow|" + s.value("b", ""))) continue;
-      oracle::finding_signature sig{oracle::finding_kind::performance, s.value("a", ""), s.value("b", ""), culprit,
-                                    dtype_of(mu), "cpu", ""};
-      char buf[160];
-      std::snprintf(buf, sizeof buf, "%s takes %.1f ms, %.1fx the %.1f ms of %s", s.value("b", "").c_str(),
-                    s.value("b_ms", 0.0), s.value("ratio", 0.0), s.value("a_ms", 0.0), s.value("a", "").c_str());
+    for (const auto& sl : slow_configs(reply)) {
+      oracle::finding_signature sig{oracle::finding_kind::performance, sl.a, sl.b, culprit, dtype_of(mu), "cpu", ""};
+      char buf[200];
+      std::snprintf(buf, sizeof buf, "%s takes %.1f ms, %.1fx the %.1f ms of %s (on the seed: %.1fx)", sl.b.c_str(),
+                    sl.b_ms, sl.ratio, sl.a_ms, sl.a.c_str(), sl.seed_ratio);
       ids.push_back(record_finding(sig, buf, mu, op, rec, false, req));
     }
     if (op.preserves_values) {
       const double atol = op.atol.value_or(0.0), rtol = op.rtol.value_or(0.0);
-      for (std::size_t i = 0; i < mu.probe.outputs.size() && i < profile_.outputs.size(); ++i) {
-        const double ex = detail::excess(mu.probe.outputs[i], profile_.outputs[i], atol, rtol);
+      const auto& seed_outputs = gen_->current_profile().outputs;
+      for (std::size_t i = 0; i < mu.probe.outputs.size() && i < seed_outputs.size(); ++i) {
+        const double ex = detail::excess(mu.probe.outputs[i], seed_outputs[i], atol, rtol);
         if (ex > 0) {
           oracle::finding_signature sig{oracle::finding_kind::metamorphic, "seed", "mutant", culprit, dtype_of(mu), "cpu", op.name};
           ids.push_back(record_finding(sig, op.name + " claims to preserve values; input " + std::to_string(i) +
@@ -596,17 +492,48 @@ class campaign_loop {
     // Accept: the mutant becomes the next seed (its probe is its profile).
     if (mu.graph_model.graph.node_count() <= opt_.max_seed_nodes) {
       rec.accepted = true;
-      const auto t0 = std::chrono::steady_clock::now();
-      current_ = std::move(mu.graph_model);
-      profile_ = std::move(mu.probe);
-      campaign_detail::save_model_atomic(current_, opt_.out_dir / "current.pt");
+      campaign_detail::save_model_atomic(mu.graph_model, opt_.out_dir / "current.pt");
       baseline_ = verdict_keys(reply);
-      after_profile(t0);
+      seed_times_ = config_times(reply);
+      gen_->set_seed(std::move(mu.graph_model), std::move(mu.probe), inputs_);
     }
     if (status_.last.empty() || rec.verdict == "legal") status_.last = "legal " + op.name;
   }
 
   // ---- findings ------------------------------------------------------------------------------
+
+  /// Wall time of every configuration that ran, from a worker reply.
+  [[nodiscard]] static std::map<std::string, double> config_times(const nlohmann::json& reply) {
+    std::map<std::string, double> t;
+    for (const auto& r : reply.value("results", nlohmann::json::array()))
+      if (r.value("ok", false)) t[r.value("config", "")] = r.value("wall_ms", 0.0);
+    return t;
+  }
+
+  struct slow_pair {
+    std::string a, b;
+    double a_ms = 0, b_ms = 0, ratio = 0, seed_ratio = 0;
+  };
+
+  /// Performance anomalies: configuration b is at least `perf_factor` times slower relative to
+  /// its reference a than it is on the current seed, and at least `perf_min_ms` slower in
+  /// absolute terms. Judging the ratio against the seed's own ratio cancels what a
+  /// configuration normally costs (warm-up of the graph executor, threads on a busy machine).
+  [[nodiscard]] std::vector<slow_pair> slow_configs(const nlohmann::json& reply) const {
+    std::vector<slow_pair> out;
+    const auto t = config_times(reply);
+    for (const auto& [b, b_ms] : t) {
+      const auto info = find_config(b);
+      if (!info || info->reference.empty()) continue;
+      const auto a = t.find(info->reference);
+      const auto sa = seed_times_.find(info->reference), sb = seed_times_.find(b);
+      if (a == t.end() || sa == seed_times_.end() || sb == seed_times_.end()) continue;
+      const double ratio = b_ms / std::max(a->second, 1e-3), seed_ratio = sb->second / std::max(sa->second, 1e-3);
+      if (ratio > perf_factor * std::max(seed_ratio, 1.0) && b_ms - a->second > perf_min_ms)
+        out.push_back({a->first, b, a->second, b_ms, ratio, seed_ratio});
+    }
+    return out;
+  }
 
   [[nodiscard]] static std::optional<oracle::finding_kind> finding_kind_of(std::string_view verdict_kind) {
     using K = oracle::finding_kind;
@@ -638,8 +565,9 @@ class campaign_loop {
       if (k.rfind("prim::", 0) != 0) return k;
     }
     const auto anchor = b.values.at(op.anchor);
-    const auto p = current_.graph.producer(anchor);
-    return p == graph::no_node ? std::string("input") : std::string(current_.graph.data(p).kind.toQualString());
+    const auto& g = gen_->current().graph;
+    const auto p = g.producer(anchor);
+    return p == graph::no_node ? std::string("input") : std::string(g.data(p).kind.toQualString());
   }
 
   [[nodiscard]] oracle::finding_signature process_signature(const campaign::exchange_result& ex, const std::string& culprit,
@@ -724,7 +652,9 @@ class campaign_loop {
       known_findings_.insert(id);
       ++status_.findings;
       const auto [reliability, runs] = rerun(sig, req, process_level);
-      store_->set_finding_status(id, reliability, reliability >= 0.15 ? "reproduced" : "flaky");
+      // Timing is noisy on a shared machine: a performance anomaly must reproduce every time.
+      const double needed = sig.kind == oracle::finding_kind::performance ? 1.0 : 0.15;
+      store_->set_finding_status(id, reliability, reliability >= needed ? "reproduced" : "flaky");
       (void)runs;
     }
     (void)mu;
@@ -761,90 +691,18 @@ class campaign_loop {
               ++same;
               break;
             }
-        if (sig.kind == oracle::finding_kind::performance || sig.kind == oracle::finding_kind::metamorphic) ++same;
+        if (sig.kind == oracle::finding_kind::metamorphic) ++same;  // deterministic: decided in this process
+        if (sig.kind == oracle::finding_kind::performance && !reply.is_discarded())
+          for (const auto& sl : slow_configs(reply))
+            if (sl.a == sig.config_a && sl.b == sig.config_b) {
+              ++same;
+              break;
+            }
       } else {
         spawn_worker();
       }
     }
     return {static_cast<double>(same) / runs, runs};
-  }
-
-  // ---- features ------------------------------------------------------------------------------
-
-  [[nodiscard]] std::string candidate_key(const match::candidate_set& set, const match::candidate& c) const {
-    std::string k = std::to_string(c.op) + "@" + std::to_string(graph::index(c.anchor));
-    for (const auto& p : set.params_of(c)) k += "|" + campaign_detail::attr_text(p);
-    for (auto n : set.nodes_of(c)) k += "#" + std::to_string(graph::index(n));
-    return k;
-  }
-
-  [[nodiscard]] std::string site_text(const match::candidate_set& set, const match::candidate& c) const {
-    const auto& g = current_.graph;
-    const auto p = g.producer(c.anchor);
-    std::string s = "%" + std::to_string(graph::index(c.anchor)) + " from " +
-                    (p == graph::no_node ? std::string("input") : std::string(g.data(p).kind.toQualString()));
-    const auto params = set.params_of(c);
-    const auto& op = pool_.operators[c.op];
-    for (std::size_t i = 0; i < params.size() && i < op.params.size(); ++i)
-      s += " $" + op.params[i].name + "=" + campaign_detail::attr_text(params[i]);
-    return s;
-  }
-
-  /// The replacement's output boundary before it exists: the anchor and the outputs of the
-  /// pattern's nodes.
-  [[nodiscard]] std::vector<graph::edge_id> boundary(const match::candidate_set& set, const match::candidate& c) const {
-    std::vector<graph::edge_id> out{c.anchor};
-    for (auto n : set.nodes_of(c))
-      if (n != graph::no_node)
-        for (auto e : current_.graph.outputs(n)) out.push_back(e);
-    return out;
-  }
-
-  void features(const match::candidate_set& set, const match::candidate& c, select::feature_set& l,
-                select::feature_set& t, select::feature_set& m) const {
-    const auto& g = current_.graph;
-    l.clear();
-    t.clear();
-    m.clear();
-    auto kind = [&](graph::node_id n) {
-      return n == graph::no_node ? select::hash_string("input") : select::hash_string(g.data(n).kind.toQualString());
-    };
-    const auto prod = kind(g.producer(c.anchor));
-    l.add(prod);
-    for (const auto& u : g.consumers(c.anchor)) {
-      l.add(kind(u.node));
-      l.add_tuple(prod, kind(u.node));
-    }
-    for (auto n : set.nodes_of(c))
-      if (n != graph::no_node) l.add_tuple(std::uint64_t{1}, kind(n));
-    const auto& runs = profile_.edges[graph::index(c.anchor)].runs;
-    if (!runs.empty()) {
-      const auto& s = runs[0];
-      t.add_tuple(std::uint64_t{1}, s.shape.size());
-      t.add_tuple(std::uint64_t{2}, static_cast<std::uint64_t>(s.type));
-      t.add_tuple(std::uint64_t{3}, static_cast<std::uint64_t>(s.device.kind));
-      t.add_tuple(std::uint64_t{4}, static_cast<std::uint64_t>(s.format), s.contiguous);
-      t.add_tuple(std::uint64_t{5}, s.storage_sharers > 1, s.requires_grad);
-      const auto& nmb = s.numbers;
-      const std::uint64_t value_class = nmb.nan_count || nmb.inf_count ? 0 : nmb.zero_count == static_cast<std::uint64_t>(s.numel) ? 1
-                                        : nmb.min >= 0 ? 2 : nmb.max <= 0 ? 3 : 4;
-      t.add_tuple(std::uint64_t{6}, value_class);
-      t.add_tuple(std::uint64_t{7}, static_cast<std::uint64_t>(std::bit_width(static_cast<std::uint64_t>(std::max<std::int64_t>(s.numel, 0)))));
-    }
-    const auto& op = pool_.operators[c.op];
-    const auto name = select::hash_string(op.name);
-    m.add(name);
-    m.add_tuple(std::uint64_t{2}, static_cast<std::uint64_t>(op.object), static_cast<std::uint64_t>(op.primitive));
-    const auto params = set.params_of(c);
-    for (std::size_t i = 0; i < params.size(); ++i)
-      m.add_tuple(name, i, select::hash_string(campaign_detail::attr_text(params[i])));
-  }
-
-  [[nodiscard]] static nlohmann::json elements_of(const chosen_candidate& p) {
-    nlohmann::json a = nlohmann::json::array();
-    for (const auto* s : {&p.l, &p.t, &p.m})
-      for (auto e : s->elements()) a.push_back(e);
-    return a;
   }
 
   // ---- metrics, checkpoints ------------------------------------------------------------------
@@ -867,13 +725,14 @@ class campaign_loop {
   /// database commit; a kill between the two redoes that round).
   void checkpoint() {
     std::ostringstream rng_state;
-    rng_state << rng_;
+    rng_state << gen_->random();
     nlohmann::json st = {{"round", round_},
                          {"seed", fs::relative(opt_.out_dir / "current.pt", opt_.out_dir).string()},
                          {"rng", rng_state.str()},
                          {"novelty", novelty_.to_json()},
                          {"metrics", tracker_->to_json()},
                          {"baseline", baseline_},
+                         {"seed_times", seed_times_},
                          {"timeout_ms", timeout_.count()},
                          {"legal", status_.legal},
                          {"executed", status_.executed}};
@@ -883,59 +742,46 @@ class campaign_loop {
   void restore(const nlohmann::json& st) {
     round_ = st.at("round").get<std::size_t>();
     std::istringstream rng_state(st.at("rng").get<std::string>());
-    rng_state >> rng_;
+    rng_state >> gen_->random();
     novelty_ = campaign::trace_novelty::from_json(st.at("novelty"));
     tracker_.emplace(metrics::tracker::from_json(st.at("metrics"), space_));
     baseline_ = st.at("baseline").get<std::set<std::string>>();
+    seed_times_ = st.value("seed_times", std::map<std::string, double>{});
     status_.legal = st.value("legal", std::size_t{0});
     status_.executed = st.value("executed", std::size_t{0});
     // The policy and the coverage counts are replayed from the recorded rounds.
     for (const auto& r : store_->rounds()) {
       if (r.round >= static_cast<std::int64_t>(round_)) break;
       if (r.arm < 0 || r.verdict == "rejected" || r.verdict == "no_candidate") continue;
-      policy_.update(select::context{r.context}, static_cast<std::uint32_t>(r.arm), r.reward);
       const auto extra = nlohmann::json::parse(r.extra_json.empty() ? "{}" : r.extra_json, nullptr, false);
-      if (!extra.is_discarded() && extra.contains("elements")) {
-        const auto el = extra["elements"].get<std::vector<std::uint64_t>>();
-        coverage_.record(std::span<const std::uint64_t>(el));
-      }
+      std::vector<std::uint64_t> el;
+      if (!extra.is_discarded() && extra.contains("elements")) el = extra["elements"].get<std::vector<std::uint64_t>>();
+      gen_->replay(select::context{r.context}, static_cast<std::uint32_t>(r.arm), r.reward, el);
     }
     for (const auto& f : store_->findings()) known_findings_.insert(f.id);
     status_.findings = known_findings_.size();
   }
 
   campaign_options opt_;
-  Policy policy_;
+  std::optional<Policy> policy_;  ///< moved into the generator by setup()
   select::ablation features_;
   std::optional<campaign::store> store_;
-  match::symbol_table symbols_;
-  std::shared_ptr<extern_context> context_ = std::make_shared<extern_context>();
-  match::pool pool_;
-  std::vector<std::string> arm_names_;
-  model current_;
+  std::optional<mutation_generator<Policy>> gen_;
   fs::path seed_path_;
   input_set inputs_;
-  profile profile_;
-  std::optional<torch_match_adapter> adapter_;
-  std::optional<select::downstream_impact_cache<graph_type>> impact_;
-  influence_result influence_;
-  select::coverage_counter coverage_;
   campaign::trace_novelty novelty_;
   std::vector<std::string> universe_;
   metrics::test_space space_;
   std::optional<metrics::tracker> tracker_;
-  select::rng rng_;
-  match::workspace ws_;
   std::optional<campaign::worker> worker_;
   fs::path worker_dir_;
   std::size_t worker_serial_ = 0;
   std::chrono::milliseconds timeout_{10000};
   std::set<std::string> baseline_;
+  std::map<std::string, double> seed_times_;
+  static constexpr double perf_factor = 10, perf_min_ms = 100;
   std::set<std::string> known_findings_;
-  std::set<std::string> tried_;
-  std::string seed_hash_;
   std::size_t round_ = 0;
-  double profile_ms_ = 0, influence_ms_ = 0;
   int lock_fd_ = -1;
   mutable campaign_status status_;
 };

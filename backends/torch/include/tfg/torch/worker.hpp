@@ -7,12 +7,11 @@
 /// `handle_request` the in-process core (tests call it directly).
 ///
 /// Request (one line): {"id": N, "model": PATH.pt, "inputs": PATH.pt, "configs": [NAME...],
-///   "threads": 1, "labels": true, "perf_ratio": 10, "perf_min_ms": 100}
+///   "threads": 1, "labels": true}
 /// Reply (one line): {"id": N, "ok": bool, "error": TEXT (model does not load),
 ///   "results": [{"config","ok","error","wall_ms","prepare_ms"}...],
 ///   "verdicts": [{"kind","a","b","input","path","max_abs","max_rel","message","tie"}...]
 ///     (the worst verdict of every compared pair that is a finding or an error in both),
-///   "slow": [{"a","b","ratio","a_ms","b_ms"}...] (performance anomalies),
 ///   "labels": [TEXT...], "transitions": [[i, j]...], "ms": total}
 /// Before each configuration the worker writes `current.json` ({"id","model","config","pid"})
 /// into its folder: a write-ahead record that names the mutant and configuration a crash or
@@ -125,8 +124,7 @@ inline void write_current(const worker_state& st, const nlohmann::json& rec) {
   worker_detail::write_current(st, {{"id", reply["id"]}, {"model", model_path}, {"config", "compare"}, {"pid", ::getpid()}});
   reply["results"] = std::move(rs);
 
-  json verdicts = json::array(), slow = json::array();
-  const double perf_ratio = req.value("perf_ratio", 10.0), perf_min_ms = req.value("perf_min_ms", 100.0);
+  json verdicts = json::array();
   for (const auto& c : configs) {
     const auto info = find_config(c);
     if (!info || info->reference.empty()) continue;
@@ -146,12 +144,8 @@ inline void write_current(const worker_state& st, const nlohmann::json& rec) {
       v.message = "cannot compare: " + config_detail::clean_error(e.what());
     }
     if (v.finding() || v.kind == oracle::verdict_kind::error_in_both) verdicts.push_back(worker_detail::verdict_json(v));
-    const double am = a->second.wall_ms, bm = b->second.wall_ms;
-    if (a->second.ok() && b->second.ok() && bm > perf_ratio * std::max(am, 1e-3) && bm - am > perf_min_ms)
-      slow.push_back({{"a", a->first}, {"b", c}, {"ratio", bm / std::max(am, 1e-3)}, {"a_ms", am}, {"b_ms", bm}});
   }
   reply["verdicts"] = std::move(verdicts);
-  reply["slow"] = std::move(slow);
   const auto summary = summarise_labels(sequence);
   reply["labels"] = summary.labels;
   json tr = json::array();

@@ -8,13 +8,18 @@
 // operators/ pool. items_per_second = (edge, operator) pairs examined per second;
 // candidates_per_second = retained candidates per second.
 // Times are CPU times (the benchmark machine is shared).
+// TFG_BENCH_DUMP_COUNTS=1 tfg_bench_candidates: instead of benchmarking, prints per operator
+// and graph size the per-stage counts, candidate count and a hash of the candidates'
+// bindings (diff two builds' output to check that a speed change kept the behaviour).
 // BM_load_pool/<which>: parse + check + compile of the operators/ folder (0), of the five
 // reference operators (1), and of the folder replicated 30 times into a temp dir (2).
 
 #include <benchmark/benchmark.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 
 #include <filesystem>
@@ -25,6 +30,8 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "tfg/match/candidates.hpp"
@@ -293,6 +300,79 @@ void BM_load_pool(benchmark::State& st) {
 }
 BENCHMARK(BM_load_pool)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
 
+/// Behaviour fingerprint (TFG_BENCH_DUMP_COUNTS=1): per operator and graph size, the
+/// per-stage rejection counts, the candidate count and a hash of the candidates' bindings.
+/// Used to check that speed work does not change what `construct` computes.
+std::uint64_t mix(std::uint64_t h, std::uint64_t x) { return (h ^ x) * 0x100000001b3ull; }
+std::uint64_t hash_attr(match::attr_value const& v) {
+  std::uint64_t h = mix(0xcbf29ce484222325ull, v.index());
+  std::visit(
+      [&](auto const& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, std::monostate>) {
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          for (char c : x) h = mix(h, static_cast<unsigned char>(c));
+        } else if constexpr (std::is_same_v<T, double>) {
+          std::uint64_t b;
+          std::memcpy(&b, &x, 8);
+          h = mix(h, b);
+        } else if constexpr (std::is_same_v<T, std::vector<std::int64_t>>) {
+          for (auto y : x) h = mix(h, static_cast<std::uint64_t>(y));
+        } else if constexpr (std::is_same_v<T, std::vector<double>>) {
+          for (auto y : x) {
+            std::uint64_t b;
+            std::memcpy(&b, &y, 8);
+            h = mix(h, b);
+          }
+        } else {
+          h = mix(h, static_cast<std::uint64_t>(x));
+        }
+      },
+      v);
+  return h;
+}
+void dump_counts() {
+  auto& w = the_world();
+  std::span<const match::compiled_operator> ops(w.pool.operators);
+  for (std::size_t n : {std::size_t{10'000}, std::size_t{100'000}, std::size_t{1'000'000}}) {
+    auto& g = graph_of(n);
+    for (bool pre : {true, false}) {
+      if (!pre && n > 10'000) continue;
+      auto const set = match::construct(g, ops, {.seed = 1, .use_prefilter = pre});
+      std::vector<std::uint64_t> hs(ops.size(), 0xcbf29ce484222325ull);
+      std::vector<std::uint64_t> cs(ops.size(), 0);
+      for (auto const& c : set.candidates) {
+        auto& h = hs[c.op];
+        ++cs[c.op];
+        h = mix(h, tfg::graph::index(c.anchor));
+        for (auto const v : set.values_of(c)) h = mix(h, v == tfg::graph::no_edge ? ~0ull : tfg::graph::index(v));
+        for (auto const v : set.nodes_of(c)) h = mix(h, v == tfg::graph::no_node ? ~0ull : tfg::graph::index(v));
+        for (auto const& v : set.params_of(c)) h = mix(h, hash_attr(v));
+      }
+      std::printf("graph %zu prefilter %d pairs %llu candidates %zu type_faults %llu\n", n, int(pre),
+                  static_cast<unsigned long long>(set.total.pairs()), set.candidates.size(),
+                  static_cast<unsigned long long>(set.type_faults));
+      for (std::size_t i = 0; i < ops.size(); ++i) {
+        std::printf("  %-40s", ops[i].name.c_str());
+        for (auto x : set.per_operator[i].by_stage) std::printf(" %llu", static_cast<unsigned long long>(x));
+        std::printf(" |");
+        for (auto x : set.per_operator[i].prefilter_as) std::printf(" %llu", static_cast<unsigned long long>(x));
+        std::printf(" | %llu %016llx\n", static_cast<unsigned long long>(cs[i]), static_cast<unsigned long long>(hs[i]));
+      }
+    }
+  }
+}
+
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  if (std::getenv("TFG_BENCH_DUMP_COUNTS")) {
+    dump_counts();
+    return 0;
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -227,3 +227,56 @@ TEST_CASE("match: sampled parameters are drawn from their domains") {
   CHECK(ks.size() == 8);
   CHECK(acts == std::set<std::int64_t>{syms.find("aten::relu"), syms.find("aten::gelu")});
 }
+
+TEST_CASE("match: construct's per-summary prefilter counts and visits exactly as the per-pair one") {
+  chain c;
+  auto const views = c.m.add_node("aten::view", {mock_adapter::edge(c.g), mock_adapter::constant(std::vector<std::int64_t>{6})},
+                                  std::vector{T(dtype::f32, {6})});
+  c.m.alias(c.g, views);
+  c.m.add_node("aten::relu", {mock_adapter::edge(c.w)}, std::vector{T(dtype::i64, {4, 4, 4, 4})});
+  auto const bare = c.m.add_node("aten::neg", {mock_adapter::edge(c.w)}, 1)[0];
+  c.m.add_node("aten::neg", {mock_adapter::edge(bare)}, 1);
+  std::string const texts[] = {
+      op_text("anchor %y", std::string("pattern { %y = aten::relu|aten::gelu(%x, ...) }\n") +
+                               "require input { rank(%y) == 2 && is_floating(%y) }\n"
+                               "replace { %c = aten::clone(%y, none) rewire consumers(%y) -> %c }"),
+      op_text("anchor %x", std::string("require input { aliased(%x) }\n") + replace_x),
+      op_text("anchor %x", std::string("pattern { consumers(%x) >= 2 }\nrequire input { dtype(%x) in {f32, f16} }\n") + replace_x),
+      op_text("anchor %x", std::string("require input { rank(%x) in {2, 4} && dtype(%x) == i64 }\n") + replace_x),
+      op_text("anchor %x", std::string("require input { !aliased(%x) && 0 < numel(%x) && dtype(%x) != f16 }\n") + replace_x),
+  };
+  std::vector<match::compiled_operator> ops;
+  for (auto const& t : texts)
+    for (auto const& op : compile_text(t, c.syms).operators) ops.push_back(op);
+  REQUIRE(ops.size() == 5);
+  auto const grouped = match::construct(c.m, std::span<const match::compiled_operator>(ops));
+  auto const per_pair = match::construct(c.m, std::span<const match::compiled_operator>(ops), {.record_pairs = true});
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    CHECK(grouped.per_operator[i].by_stage == per_pair.per_operator[i].by_stage);
+    CHECK(grouped.per_operator[i].prefilter_as == per_pair.per_operator[i].prefilter_as);
+  }
+  REQUIRE(grouped.candidates.size() == per_pair.candidates.size());
+  for (std::size_t i = 0; i < grouped.candidates.size(); ++i) {
+    auto const &x = grouped.candidates[i], &y = per_pair.candidates[i];
+    CHECK(x.anchor == y.anchor);
+    CHECK(x.op == y.op);
+    CHECK(grouped.bound(x).values == per_pair.bound(y).values);
+  }
+}
+
+TEST_CASE("match: construct with explicit parameter values instead of a sample") {
+  chain c;
+  auto const r = compile_text(op_text("anchor %x", std::string("param $k : int in [1, 8]\nrequire input { $k == 3 }\n") +
+                                                       "replace { %c = aten::mul(%x, $k) rewire consumers(%x) -> %c }"),
+                              c.syms);
+  REQUIRE(r.operators.size() == 1);
+  std::span<const match::compiled_operator> const ops(r.operators);
+  std::size_t const edges = c.m.graph().edge_count();
+  std::vector<match::attr_value> three{std::int64_t{3}}, four{std::int64_t{4}};
+  auto const yes = match::construct(c.m, ops, {.params = &three});
+  CHECK(yes.candidates.size() == edges);
+  for (auto const& cand : yes.candidates) CHECK(yes.params_of(cand)[0] == match::attr_value(std::int64_t{3}));
+  auto const no = match::construct(c.m, ops, {.use_prefilter = false, .params = &four});
+  CHECK(no.candidates.empty());
+  CHECK(no.total[match::reject_stage::input] == edges);
+}

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <random>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "tfg/match/adapter.hpp"
@@ -54,6 +55,10 @@ struct construct_options {
   bool record_pairs = false;         ///< fill `candidate_set::pairs` (allocates per pair)
   bool keep_candidates = true;       ///< false: count only (benchmarks of the scan)
   bool use_prefilter = true;         ///< false: every pair goes through the pattern
+  /// When set (`params->size() == op.params.size()` for every operator): the values of the
+  /// parameters not bound by matching, used instead of a sample (`seed` is then unused).
+  /// Entries of parameters bound by matching are ignored.
+  std::vector<attr_value> const* params = nullptr;
 };
 
 struct candidate_set {
@@ -84,9 +89,10 @@ struct candidate_set {
   }
 };
 
-/// Visits every live edge of `a.graph()` as anchor with every operator of `ops`:
-/// O(|E| x |ops|) prefilter tests, plus the pattern and constraint work of the pairs that
-/// pass. Allocation-free per rejected pair (after warm-up); retained candidates append their
+/// Visits every live edge of `a.graph()` as anchor with every operator of `ops`: the
+/// prefilter is decided once per distinct edge summary (O(|E|) hashing plus O(classes x
+/// |ops|) tests; per pair when `record_pairs` is set), then the pattern and constraint work
+/// of the pairs that pass, edge by edge, operators in order. Allocation-free per rejected pair (after warm-up); retained candidates append their
 /// bindings to the set's flat arrays (amortised O(1), no allocation per candidate). The parameter sample of a pair is drawn from a `splitmix64` seeded with
 /// (options.seed, edge, operator), so results do not depend on the visiting order.
 template <match_adapter A>
@@ -100,38 +106,104 @@ template <match_adapter A>
   for (auto const& op : ops) pres.push_back(op.pre);
   workspace ws;
   std::vector<bindings> per_op(ops.size());  // one per operator: parameter types stay put
-  for (auto const e : a.graph().edges()) {
-    auto const& s = summaries[graph::index(e)];
-    for (std::uint32_t oi = 0; oi < ops.size(); ++oi) {
-      auto const& op = ops[oi];
-      auto& counts = out.per_operator[oi];
-      auto& b = per_op[oi];
-      reject_stage st = reject_stage::accepted;
-      if (options.use_prefilter) {
-        auto const pf = prefilter_check(pres[oi], s);
-        if (pf != reject_stage::accepted) {
-          ++counts.by_stage[static_cast<int>(reject_stage::prefilter)];
-          ++counts.prefilter_as[static_cast<int>(pf)];
-          if (options.record_pairs) out.pairs.push_back({e, oi, reject_stage::prefilter});
-          continue;
-        }
-      }
-      if (!match_pattern(op, a, e, b, ws)) {
-        st = reject_stage::pattern;
+  // The pattern and constraint stages of one pair that passed the prefilter (or skipped it).
+  auto examine = [&](edge_id e, std::uint32_t oi) {
+    auto const& op = ops[oi];
+    auto& counts = out.per_operator[oi];
+    auto& b = per_op[oi];
+    reject_stage st = reject_stage::accepted;
+    if (!match_pattern(op, a, e, b, ws)) {
+      st = reject_stage::pattern;
+    } else {
+      if (options.params) {
+        for (std::size_t i = 0; i < op.params.size() && i < options.params->size(); ++i)
+          if (!op.params[i].bound_by_match) b.params[i] = (*options.params)[i];
+        st = check_constraints(op, a, b, ws);
       } else {
         splitmix64 rng(options.seed ^ (static_cast<std::uint64_t>(graph::index(e)) << 24) ^ (std::uint64_t{oi} << 1));
         st = evaluate_constraints(op, a, b, rng, ws);
       }
-      ++counts.by_stage[static_cast<int>(st)];
-      if (options.record_pairs) out.pairs.push_back({e, oi, st});
-      if (st == reject_stage::accepted && options.keep_candidates) {
-        candidate c{e, oi, static_cast<std::uint32_t>(out.values.size()), static_cast<std::uint32_t>(out.nodes.size()),
-                    static_cast<std::uint32_t>(out.params.size()), static_cast<std::uint16_t>(b.values.size()),
-                    static_cast<std::uint16_t>(b.nodes.size()), static_cast<std::uint16_t>(b.params.size())};
-        out.values.insert(out.values.end(), b.values.begin(), b.values.end());
-        out.nodes.insert(out.nodes.end(), b.nodes.begin(), b.nodes.end());
-        out.params.insert(out.params.end(), b.params.begin(), b.params.end());
-        out.candidates.push_back(c);
+    }
+    ++counts.by_stage[static_cast<int>(st)];
+    if (options.record_pairs) out.pairs.push_back({e, oi, st});
+    if (st == reject_stage::accepted && options.keep_candidates) {
+      candidate c{e, oi, static_cast<std::uint32_t>(out.values.size()), static_cast<std::uint32_t>(out.nodes.size()),
+                  static_cast<std::uint32_t>(out.params.size()), static_cast<std::uint16_t>(b.values.size()),
+                  static_cast<std::uint16_t>(b.nodes.size()), static_cast<std::uint16_t>(b.params.size())};
+      out.values.insert(out.values.end(), b.values.begin(), b.values.end());
+      out.nodes.insert(out.nodes.end(), b.nodes.begin(), b.nodes.end());
+      out.params.insert(out.params.end(), b.params.begin(), b.params.end());
+      out.candidates.push_back(c);
+    }
+  };
+  if (options.use_prefilter && !options.record_pairs) {
+    // The prefilter reads only the edge's summary, so it is decided once per distinct
+    // summary ("class"): each class keeps the operators that pass (ascending, so pairs are
+    // examined in the same order as below) and the rejections are counted per class.
+    struct summary_key {
+      std::uint64_t hi, lo;
+      bool operator==(summary_key const&) const = default;
+    };
+    struct summary_hash {
+      std::size_t operator()(summary_key const& k) const noexcept {
+        return static_cast<std::size_t>((k.hi * 0x9e3779b97f4a7c15ull) ^ (k.lo + 0x632be59bd9b4e019ull + (k.hi >> 7)));
+      }
+    };
+    struct summary_class {
+      std::uint64_t edges = 0;
+      std::vector<std::uint32_t> pass;
+    };
+    std::unordered_map<summary_key, std::uint32_t, summary_hash> class_of;
+    std::vector<summary_class> classes;
+    std::vector<std::uint32_t> edge_class;
+    edge_class.reserve(summaries.size());
+    for (auto const e : a.graph().edges()) {
+      auto const& s = summaries[graph::index(e)];
+      summary_key const k{(std::uint64_t{s.producer_symbol} << 16) | s.uses,
+                          (std::uint64_t{s.rank} << 16) | (std::uint64_t{s.dtype} << 8) | s.flags};
+      auto const [it, fresh] = class_of.try_emplace(k, static_cast<std::uint32_t>(classes.size()));
+      if (fresh) {
+        auto& c = classes.emplace_back();
+        for (std::uint32_t oi = 0; oi < ops.size(); ++oi)
+          if (prefilter_check(pres[oi], s) == reject_stage::accepted) c.pass.push_back(oi);
+      }
+      ++classes[it->second].edges;
+      edge_class.push_back(it->second);
+    }
+    std::size_t i = 0;
+    for (auto const e : a.graph().edges())
+      for (auto const oi : classes[edge_class[i++]].pass) examine(e, oi);
+    // Prefilter rejections, per class (the class's first edge stands for all of them).
+    std::vector<char> seen(classes.size(), 0);
+    i = 0;
+    for (auto const e : a.graph().edges()) {
+      auto const ci = edge_class[i++];
+      if (seen[ci]) continue;
+      seen[ci] = 1;
+      auto const& s = summaries[graph::index(e)];
+      auto const n = classes[ci].edges;
+      for (std::uint32_t oi = 0; oi < ops.size(); ++oi) {
+        auto const pf = prefilter_check(pres[oi], s);
+        if (pf == reject_stage::accepted) continue;
+        out.per_operator[oi].by_stage[static_cast<int>(reject_stage::prefilter)] += n;
+        out.per_operator[oi].prefilter_as[static_cast<int>(pf)] += n;
+      }
+    }
+  } else {
+    for (auto const e : a.graph().edges()) {
+      auto const& s = summaries[graph::index(e)];
+      for (std::uint32_t oi = 0; oi < ops.size(); ++oi) {
+        if (options.use_prefilter) {
+          auto const pf = prefilter_check(pres[oi], s);
+          if (pf != reject_stage::accepted) {
+            auto& counts = out.per_operator[oi];
+            ++counts.by_stage[static_cast<int>(reject_stage::prefilter)];
+            ++counts.prefilter_as[static_cast<int>(pf)];
+            if (options.record_pairs) out.pairs.push_back({e, oi, reject_stage::prefilter});
+            continue;
+          }
+        }
+        examine(e, oi);
       }
     }
   }

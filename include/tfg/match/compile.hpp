@@ -378,6 +378,7 @@ class compiler {
     if (op_)
       for (auto const s : p.slots)
         if (s >= op_->pattern_value_count) p.needs_probe = true;
+    flatten(p);
     prog_ = nullptr;
     return p;
   }

@@ -309,6 +309,40 @@ val call_builtin(bfn fn, std::span<const val> a, env<A> const& E, std::size_t ru
   return val::fault();
 }
 
+/// A binary value operator (comparison, `in`, arithmetic) over evaluated operands.
+inline val binary(pop op, val const& x, val const& y, workspace& ws) {
+  auto& s = ws.scratch;
+  if (x.k == vk::fault || y.k == vk::fault) return val::fault();
+  switch (op) {
+    case pop::eq: return val::boolean(equal(x, y, s));
+    case pop::ne: return val::boolean(!equal(x, y, s));
+    case pop::in: {
+      if (y.k != vk::list) return ++ws.type_faults, val::fault();
+      for (std::uint32_t i = 0; i < y.len; ++i)
+        if (equal(x, s[y.off + i], s)) return val::boolean(true);
+      return val::boolean(false);
+    }
+    default: break;
+  }
+  if (!numeric(x) || !numeric(y)) return ++ws.type_faults, val::fault();
+  bool const ints = x.k == vk::integer && y.k == vk::integer;
+  switch (op) {
+    case pop::lt: return val::boolean(ints ? x.i < y.i : as_double(x) < as_double(y));
+    case pop::le: return val::boolean(ints ? x.i <= y.i : as_double(x) <= as_double(y));
+    case pop::gt: return val::boolean(ints ? x.i > y.i : as_double(x) > as_double(y));
+    case pop::ge: return val::boolean(ints ? x.i >= y.i : as_double(x) >= as_double(y));
+    case pop::add: return ints ? val::integer(x.i + y.i) : val::floating(as_double(x) + as_double(y));
+    case pop::sub: return ints ? val::integer(x.i - y.i) : val::floating(as_double(x) - as_double(y));
+    case pop::mul: return ints ? val::integer(x.i * y.i) : val::floating(as_double(x) * as_double(y));
+    case pop::div: return as_double(y) == 0 ? val::fault() : val::floating(as_double(x) / as_double(y));
+    case pop::mod:
+      if (!ints || y.i == 0) return val::fault();
+      return val::integer(x.i % y.i);
+    default: return val::fault();
+  }
+}
+
+
 template <class A>
 val eval_node(program const& p, std::uint32_t idx, env<A> const& E, std::size_t run, workspace& ws);
 
@@ -456,39 +490,37 @@ val eval_node(program const& p, std::uint32_t idx, env<A> const& E, std::size_t 
   val x, y;
   if (!eval_leaf(p, n.a, E, x)) x = eval_node(p, n.a, E, run, ws);
   if (!eval_leaf(p, n.b, E, y)) y = eval_node(p, n.b, E, run, ws);
-  if (x.k == vk::fault || y.k == vk::fault) return val::fault();
-  switch (n.op) {
-    case pop::eq: return val::boolean(equal(x, y, s));
-    case pop::ne: return val::boolean(!equal(x, y, s));
-    case pop::in: {
-      if (y.k != vk::list) return ++ws.type_faults, val::fault();
-      for (std::uint32_t i = 0; i < y.len; ++i)
-        if (equal(x, s[y.off + i], s)) return val::boolean(true);
-      return val::boolean(false);
+  return binary(n.op, x, y, ws);
+}
+
+/// An operand of a decoded conjunct: the same value `eval_node` computes for `o.node`.
+template <class A>
+#if defined(__GNUC__)
+[[gnu::always_inline]]
+#endif
+inline val eval_operand(program const& p, operand const& o, env<A> const& E, std::size_t run, workspace& ws) {
+  switch (o.f) {
+    case operand::form::lit: return p.nodes[o.node].lit;
+    case operand::form::call1: {
+      val t;
+      t.k = vk::tensor;
+      t.slot = o.slot;
+      t.e = o.slot < E.values.size() ? E.values[o.slot] : graph::no_edge;
+      return call_builtin(o.fn, std::span<const val>(&t, 1), E, run, ws);
     }
-    default: break;
+    case operand::form::node: break;
   }
-  if (!numeric(x) || !numeric(y)) return ++ws.type_faults, val::fault();
-  bool const ints = x.k == vk::integer && y.k == vk::integer;
-  switch (n.op) {
-    case pop::lt: return val::boolean(ints ? x.i < y.i : as_double(x) < as_double(y));
-    case pop::le: return val::boolean(ints ? x.i <= y.i : as_double(x) <= as_double(y));
-    case pop::gt: return val::boolean(ints ? x.i > y.i : as_double(x) > as_double(y));
-    case pop::ge: return val::boolean(ints ? x.i >= y.i : as_double(x) >= as_double(y));
-    case pop::add: return ints ? val::integer(x.i + y.i) : val::floating(as_double(x) + as_double(y));
-    case pop::sub: return ints ? val::integer(x.i - y.i) : val::floating(as_double(x) - as_double(y));
-    case pop::mul: return ints ? val::integer(x.i * y.i) : val::floating(as_double(x) * as_double(y));
-    case pop::div: return as_double(y) == 0 ? val::fault() : val::floating(as_double(x) / as_double(y));
-    case pop::mod:
-      if (!ints || y.i == 0) return val::fault();
-      return val::integer(x.i % y.i);
-    default: return val::fault();
-  }
+  return eval_node(p, o.node, E, run, ws);
 }
 
 /// Number of runs a program must be evaluated on: the most runs among the tensors it names.
 template <class A>
-std::size_t run_count(program const& p, env<A> const& E) {
+inline std::size_t run_count(program const& p, env<A> const& E) {
+  if (p.slots.size() == 1 && E.lists.empty()) {  // the common case: one value
+    auto const s = p.slots[0];
+    auto const* pr = E.profile(s, s < E.values.size() ? E.values[s] : graph::no_edge);
+    return pr ? pr->runs.size() : 0;
+  }
   std::size_t r = 0;
   for (auto const s : p.slots) {
     if (!E.lists.empty() && s < E.lists.size() && E.lists[s].second != UINT32_MAX) {
@@ -513,6 +545,52 @@ template <match_adapter A>
   if (p.reads_state) {
     runs = detail::run_count(p, E);
     if (runs == 0) return false;
+  }
+  if (!p.conjuncts.empty() && E.lists.empty()) {
+    // The `&&` chain, left to right: stop at the first false conjunct (as the tree's
+    // short-circuit does), keep going after a fault (as the tree does: a faulted side does
+    // not decide), hold when every conjunct is true.
+    for (std::size_t r = 0; r < runs; ++r) {
+      ws.scratch.clear();
+      ws.stack.clear();
+      bool all = true;
+      for (auto const& c : p.conjuncts) {
+        val v;
+        switch (c.f) {
+          case conjunct::form::node: v = detail::eval_node(p, c.node, E, r, ws); break;
+          case conjunct::form::truth: v = detail::eval_operand(p, c.x, E, r, ws); break;
+          case conjunct::form::negated: {
+            val const x = detail::eval_operand(p, c.x, E, r, ws);
+            v = x.k == vk::boolean ? val::boolean(!x.b) : val::fault();
+            break;
+          }
+          case conjunct::form::binary: {
+            val const x = detail::eval_operand(p, c.x, E, r, ws);
+            val const y = detail::eval_operand(p, c.y, E, r, ws);
+            v = detail::binary(c.op, x, y, ws);
+            break;
+          }
+          case conjunct::form::in_lits: {
+            val const x = detail::eval_operand(p, c.x, E, r, ws);
+            if (x.k == vk::fault) {
+              v = val::fault();
+            } else {
+              v = val::boolean(false);
+              for (std::uint32_t k = 0; k < c.count; ++k)
+                if (detail::equal(x, p.nodes[p.kids[c.first + k]].lit, ws.scratch)) {
+                  v = val::boolean(true);
+                  break;
+                }
+            }
+            break;
+          }
+        }
+        if (v.k == vk::boolean && !v.b) return false;
+        all = all && v.k == vk::boolean;
+      }
+      if (!all) return false;
+    }
+    return true;
   }
   for (std::size_t r = 0; r < runs; ++r) {
     ws.scratch.clear();
@@ -634,6 +712,11 @@ inline bool in_domain(compiled_param const& p, attr_value const& v) {
   if (p.domain == dsl::domain_kind::set) {
     for (auto const& m : p.members) {
       if (m == v) return true;
+      // Unequal scalars of the same alternative (bool, int, float) never match as literals
+      // either (`literal_matches` compares them by value, or words against codes).
+      if (m.index() == v.index() && (std::holds_alternative<bool>(v) || std::holds_alternative<std::int64_t>(v) ||
+                                     std::holds_alternative<double>(v)))
+        continue;
       pattern_arg tmp;
       tmp.literal = m;
       tmp.literal_kind = p.type.kind;
@@ -839,8 +922,13 @@ template <match_adapter A>
 /// that read only pattern values (the rest is deferred to `evaluate_deferred`).
 template <match_adapter A, class URBG>
 [[nodiscard]] reject_stage evaluate_constraints(compiled_operator const& op, A const& a, bindings& b, URBG& rng,
-                                                workspace& ws) {
-  sample_params(op, rng, b.params);
+                                                workspace& ws);
+
+/// `evaluate_constraints` without the sampling: the parameters in `b` are used as they are
+/// (for example values chosen by an exhaustive enumeration of small domains).
+template <match_adapter A>
+[[nodiscard]] reject_stage check_constraints(compiled_operator const& op, A const& a, bindings const& b,
+                                             workspace& ws) {
   auto const E = make_env(op, a, b);
   for (auto const& c : op.input)
     if (!holds(c, E, ws)) return reject_stage::input;
@@ -849,6 +937,13 @@ template <match_adapter A, class URBG>
   for (auto const& c : op.output)
     if (!c.needs_probe && !holds(c, E, ws)) return reject_stage::output;
   return reject_stage::accepted;
+}
+
+template <match_adapter A, class URBG>
+[[nodiscard]] reject_stage evaluate_constraints(compiled_operator const& op, A const& a, bindings& b, URBG& rng,
+                                                workspace& ws) {
+  sample_params(op, rng, b.params);
+  return check_constraints(op, a, b, ws);
 }
 
 /// The staged check of dsl/spec.md section 10 as far as it goes without a probe: pattern,

@@ -148,6 +148,31 @@ struct pnode {
   val lit;
 };
 
+/// An operand of a decoded comparison: a literal, a one-argument built-in over a value
+/// (`f(%v)`), or any other node (evaluated as a tree from `node`).
+struct operand {
+  enum class form : std::uint8_t { node, lit, call1 };
+  form f = form::node;
+  bfn fn = bfn::rank;
+  std::uint32_t node = 0;
+  std::uint32_t slot = 0;  ///< call1: value slot of the argument
+};
+
+/// One conjunct of a program's top-level `&&` chain, with the common shapes pre-decoded so
+/// that `holds` evaluates them without walking the node tree (see `flatten`):
+///  * `node`: any other expression (evaluated as a tree, from `node`);
+///  * `truth` / `negated`: `f(%v)` / `!f(%v)` for a one-argument built-in (`x`);
+///  * `binary`: `x op y`, op a comparison or `in`;
+///  * `in_lits`: `f(%v) in {lit, ...}` (the literal items are kids[first .. first+count)).
+struct conjunct {
+  enum class form : std::uint8_t { node, truth, negated, binary, in_lits };
+  form f = form::node;
+  pop op = pop::lit;
+  std::uint32_t node = 0;  ///< the conjunct's root node
+  operand x, y;
+  std::uint32_t first = 0, count = 0;
+};
+
 /// A compiled boolean (or value) expression.
 struct program {
   std::vector<pnode> nodes;
@@ -159,6 +184,74 @@ struct program {
   std::shared_ptr<std::deque<std::string>> strings;  ///< string literals (stable storage)
   std::vector<std::shared_ptr<const extern_fn>> externs;
   std::string text;                  ///< source position, for reports ("file:line:col")
+  /// The top-level `&&` chain of `root`, in evaluation order (filled by `flatten`; empty:
+  /// evaluate `root` as a tree). Evaluating the conjuncts left to right, stopping at the
+  /// first that is false, visits exactly what the tree evaluation visits.
+  std::vector<conjunct> conjuncts;
 };
+
+/// Fills `p.conjuncts` from `p.nodes` (called by the compiler once the program is emitted).
+inline void flatten(program& p) {
+  p.conjuncts.clear();
+  if (p.nodes.empty()) return;
+  auto is_call1 = [&](std::uint32_t i) {
+    auto const& n = p.nodes[i];
+    return n.op == pop::call && n.count == 1 && p.nodes[p.kids[n.first]].op == pop::value;
+  };
+  auto is_lit = [&](std::uint32_t i) { return p.nodes[i].op == pop::lit && p.nodes[i].lit.k != vk::list; };
+  auto operand_of = [&](std::uint32_t i) {
+    operand o;
+    o.node = i;
+    if (is_call1(i)) {
+      o.f = operand::form::call1;
+      o.fn = p.nodes[i].fn;
+      o.slot = p.nodes[p.kids[p.nodes[i].first]].slot;
+    } else if (is_lit(i)) {
+      o.f = operand::form::lit;
+    }
+    return o;
+  };
+  auto decode = [&](std::uint32_t i) {
+    conjunct c;
+    c.node = i;
+    auto const& n = p.nodes[i];
+    if (is_call1(i)) {
+      c.f = conjunct::form::truth;
+      c.x = operand_of(i);
+    } else if (n.op == pop::lnot && is_call1(n.a)) {
+      c.f = conjunct::form::negated;
+      c.x = operand_of(n.a);
+    } else if (n.op == pop::eq || n.op == pop::ne || n.op == pop::lt || n.op == pop::le || n.op == pop::gt ||
+               n.op == pop::ge || n.op == pop::in) {
+      c.op = n.op;
+      c.f = conjunct::form::binary;
+      c.x = operand_of(n.a);
+      c.y = operand_of(n.b);
+      if (n.op == pop::in && c.x.f == operand::form::call1 && p.nodes[n.b].op == pop::list) {
+        auto const& l = p.nodes[n.b];
+        bool lits = true;
+        for (std::uint32_t k = 0; k < l.count; ++k) lits = lits && is_lit(p.kids[l.first + k]);
+        if (lits) {
+          c.f = conjunct::form::in_lits;
+          c.first = l.first;
+          c.count = l.count;
+        }
+      }
+    }
+    p.conjuncts.push_back(c);
+  };
+  // In-order walk of the `&&` tree (left before right).
+  std::vector<std::uint32_t> todo{p.root};
+  while (!todo.empty()) {
+    auto const i = todo.back();
+    todo.pop_back();
+    if (p.nodes[i].op == pop::land) {
+      todo.push_back(p.nodes[i].b);
+      todo.push_back(p.nodes[i].a);
+    } else {
+      decode(i);
+    }
+  }
+}
 
 }  // namespace tfg::match

@@ -10,7 +10,10 @@
 #include <tfg/torch/mutate.hpp>
 
 #include <cmath>
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace tfg::torch {
@@ -96,6 +99,52 @@ inline double excess(const c10::IValue& a, const c10::IValue& b, double atol, do
   return a == b ? 0.0 : INFINITY;
 }
 
+/// Most parameter combinations an example is tried with exhaustively.
+inline constexpr std::size_t max_enumerated = 16;
+
+/// Every combination of values of the parameters of `op` not bound by matching (a vector of
+/// `op.params.size()` values each; bound ones and ones without a domain left None), when
+/// their domains (sets, integer ranges) are finite with at most `limit` combinations in all;
+/// nullopt otherwise (a float range, or too many). The first parameter varies slowest.
+inline std::optional<std::vector<std::vector<match::attr_value>>> enumerate_params(const match::compiled_operator& op,
+                                                                                   std::size_t limit) {
+  std::vector<std::vector<match::attr_value>> domains(op.params.size());
+  std::size_t total = 1;
+  for (std::size_t i = 0; i < op.params.size(); ++i) {
+    const auto& p = op.params[i];
+    auto& d = domains[i];
+    if (p.bound_by_match) {
+      d.emplace_back();
+    } else if (p.domain == dsl::domain_kind::set && !p.members.empty()) {
+      d = p.members;
+    } else if (p.domain == dsl::domain_kind::range) {
+      // As `match::sample_params`: integer ranges are drawn as ints, anything else as floats.
+      const auto* lo = std::get_if<std::int64_t>(&p.lo);
+      const auto* hi = std::get_if<std::int64_t>(&p.hi);
+      if (p.type.kind != dsl::type_kind::integer || !lo || !hi || *hi < *lo ||
+          static_cast<std::uint64_t>(*hi) - static_cast<std::uint64_t>(*lo) >= limit)
+        return std::nullopt;
+      for (std::int64_t v = *lo; v <= *hi; ++v) d.emplace_back(v);
+    } else {
+      d.emplace_back();  // not sampled: stays None
+    }
+    total *= d.size();
+    if (total > limit) return std::nullopt;
+  }
+  std::vector<std::vector<match::attr_value>> out;
+  out.reserve(total);
+  std::vector<std::size_t> at(domains.size(), 0);
+  for (std::size_t n = 0; n < total; ++n) {
+    auto& combo = out.emplace_back();
+    for (std::size_t i = 0; i < domains.size(); ++i) combo.push_back(domains[i][at[i]]);
+    for (std::size_t i = domains.size(); i-- > 0;) {
+      if (++at[i] < domains[i].size()) break;
+      at[i] = 0;
+    }
+  }
+  return out;
+}
+
 inline int stage_rank(match::reject_stage s) {
   switch (s) {
     case match::reject_stage::pattern: return 0;
@@ -146,20 +195,24 @@ inline int stage_rank(match::reject_stage s) {
         return out;
       }
     }
-    // Sampled parameters: dsl/spec.md section 11 enumerates small domains; here each example
-    // is tried with `parameter_seeds` fixed sampling seeds (a match needs one legal mutant, a
-    // no_match none under any of them).
+    // Sampled parameters (dsl/spec.md section 11): when the domains of the parameters not
+    // bound by matching are finite with at most `max_enumerated` combinations in all, every
+    // combination is tried; otherwise each example is tried with `parameter_seeds` fixed
+    // sampling seeds. A match needs one legal mutant, a no_match none under any of them.
     constexpr std::uint64_t parameter_seeds = 64;
+    const auto combinations = detail::enumerate_params(op, detail::max_enumerated);
+    const std::uint64_t tries = combinations ? combinations->size() : (op.params.empty() ? 1 : parameter_seeds);
     int latest = -1;
     std::string latest_message;
     match::workspace ws;
     std::size_t legal = 0;
     std::string failures;
-    for (std::uint64_t sample = 0; sample < (op.params.empty() ? 1 : parameter_seeds); ++sample) {
+    for (std::uint64_t sample = 0; sample < tries; ++sample) {
       match::construct_options opt;
       opt.use_prefilter = false;  // exact stages: the prefilter folds input tests into its own count
       opt.record_pairs = true;
       opt.seed = sample;
+      if (combinations) opt.params = &(*combinations)[sample];
       auto set = match::construct(adapter, std::span<const match::compiled_operator>(&op, 1), opt);
       for (const auto& pr : set.pairs)
         if (only == graph::no_edge || pr.anchor == only) latest = std::max(latest, detail::stage_rank(pr.stage));

@@ -10,6 +10,8 @@
 #include <torch/csrc/jit/runtime/operator.h>
 
 #include <algorithm>
+#include <optional>
+#include <vector>
 
 #include <memory>
 
@@ -18,6 +20,9 @@ namespace tfg::torch {
 struct extern_context {
   const model* target = nullptr;
   const profile* prof = nullptr;
+  /// Per profiling run, the sorted storage groups some in-place operator writes; built on first
+  /// use. Assigning a new {target, prof} to the context clears it.
+  mutable std::optional<std::vector<std::vector<std::uint32_t>>> written_groups = {};
 };
 
 namespace detail {
@@ -63,13 +68,23 @@ inline void register_custom_op_namespaces() {
     const auto run = static_cast<std::size_t>(args[0].state - runs.data());
     const auto group = args[0].state->storage_group;
     if (args[0].state->kind != state::value_kind::tensor || args[0].state->storage_nbytes == 0) return match::attr_value{true};
-    for (auto n : g.nodes()) {
-      if (!detail::writes_in_place(g.data(n)) || g.inputs(n).empty()) continue;
-      const auto written = g.inputs(n)[0];
-      const auto& wr = ctx->prof->edges[graph::index(written)].runs;
-      if (run < wr.size() && wr[run].kind == state::value_kind::tensor && wr[run].storage_group == group)
-        return match::attr_value{false};
+    if (!ctx->written_groups) {  // O(V + in-place writers x runs), once per target
+      std::vector<std::vector<std::uint32_t>> groups(ctx->prof->runs);
+      for (auto n : g.nodes()) {
+        if (!detail::writes_in_place(g.data(n)) || g.inputs(n).empty()) continue;
+        const auto& wr = ctx->prof->edges[graph::index(g.inputs(n)[0])].runs;
+        for (std::size_t r = 0; r < wr.size() && r < groups.size(); ++r)
+          if (wr[r].kind == state::value_kind::tensor) groups[r].push_back(wr[r].storage_group);
+      }
+      for (auto& v : groups) {
+        std::sort(v.begin(), v.end());
+        v.erase(std::unique(v.begin(), v.end()), v.end());
+      }
+      ctx->written_groups = std::move(groups);
     }
+    const auto& groups = *ctx->written_groups;
+    if (run < groups.size() && std::binary_search(groups[run].begin(), groups[run].end(), group))
+      return match::attr_value{false};
     return match::attr_value{true};
   });
   return r;

@@ -22,6 +22,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <unordered_set>
 #include <variant>
 
 namespace tfg::torch {
@@ -133,6 +134,8 @@ class mutation_generator {
     else influence_ = {};
     influence_ms_ = generate_detail::ms_since(ti);
     seed_hash_ = generate_detail::model_hash(current_);
+    node_hash_.assign(current_.graph.node_capacity(), 0);
+    for (auto n : current_.graph.nodes()) node_hash_[graph::index(n)] = select::hash_string(current_.graph.data(n).kind.toQualString());
     tried_.clear();
     seed_ms_ = generate_detail::ms_since(t0);
   }
@@ -243,11 +246,34 @@ class mutation_generator {
  private:
   // ---- features ------------------------------------------------------------------------------
 
-  [[nodiscard]] std::string candidate_key(const match::candidate_set& set, const match::candidate& c) const {
-    std::string k = std::to_string(c.op) + "@" + std::to_string(graph::index(c.anchor));
-    for (const auto& p : set.params_of(c)) k += "|" + generate_detail::attr_text(p);
-    for (auto n : set.nodes_of(c)) k += "#" + std::to_string(graph::index(n));
-    return k;
+  /// Identity of a candidate on the current seed: operator, anchor, pattern nodes, parameter
+  /// values. O(bindings), no allocation.
+  [[nodiscard]] static std::uint64_t candidate_key(const match::candidate_set& set, const match::candidate& c) {
+    std::uint64_t h = select::hash_combine(c.op, graph::index(c.anchor));
+    for (const auto& p : set.params_of(c)) h = select::hash_combine(h, attr_hash(p));
+    for (auto n : set.nodes_of(c)) h = select::hash_combine(h, graph::index(n));
+    return h;
+  }
+
+  [[nodiscard]] static std::uint64_t attr_hash(const match::attr_value& v) {
+    return std::visit(
+        [&](const auto& x) -> std::uint64_t {
+          using T = std::decay_t<decltype(x)>;
+          std::uint64_t h = v.index();
+          if constexpr (std::is_same_v<T, std::monostate>) return h;
+          else if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, std::int64_t>)
+            return select::hash_combine(h, static_cast<std::uint64_t>(x));
+          else if constexpr (std::is_same_v<T, double>) return select::hash_combine(h, std::bit_cast<std::uint64_t>(x));
+          else if constexpr (std::is_same_v<T, std::string>) return select::hash_combine(h, select::hash_string(x));
+          else {
+            for (const auto& e : x) {
+              if constexpr (std::is_same_v<std::decay_t<decltype(e)>, double>) h = select::hash_combine(h, std::bit_cast<std::uint64_t>(e));
+              else h = select::hash_combine(h, static_cast<std::uint64_t>(e));
+            }
+            return h;
+          }
+        },
+        v);
   }
 
   [[nodiscard]] std::string site_text(const match::candidate_set& set, const match::candidate& c) const {
@@ -279,7 +305,7 @@ class mutation_generator {
     t.clear();
     m.clear();
     auto kind = [&](graph::node_id n) {
-      return n == graph::no_node ? select::hash_string("input") : select::hash_string(g.data(n).kind.toQualString());
+      return n == graph::no_node ? select::hash_string("input") : node_hash_[graph::index(n)];
     };
     const auto prod = kind(g.producer(c.anchor));
     l.add(prod);
@@ -328,7 +354,8 @@ class mutation_generator {
   select::rng rng_;
   match::workspace ws_;
   match::candidate_set set_;
-  std::set<std::string> tried_;
+  std::unordered_set<std::uint64_t> tried_;
+  std::vector<std::uint64_t> node_hash_;  ///< hash of each node's kind name (current seed)
   std::string seed_hash_;
   double profile_ms_ = 0, seed_ms_ = 0, influence_ms_ = 0;
 };

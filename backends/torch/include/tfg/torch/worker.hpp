@@ -27,10 +27,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/core/Generator.h>
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <string>
 #include <unistd.h>
 
@@ -78,6 +82,25 @@ inline void write_current(const worker_state& st, const nlohmann::json& rec) {
 
 [[nodiscard]] inline bool is_gradient_config(std::string_view c) { return c.rfind("autograd", 0) == 0; }
 
+/// Reseeds the default CPU generator, so that random operators of a mutant draw the same
+/// numbers in every configuration (and a difference in how many they draw becomes visible).
+inline void reseed_cpu_generator() {
+  auto gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  gen.set_current_seed(0x7466676d75746174ull);
+}
+
+/// A hash of the default CPU generator's state (its consumption since the last reseed).
+[[nodiscard]] inline std::uint64_t cpu_generator_state_hash() {
+  auto gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  const auto st = gen.get_state();
+  const auto* p = st.data_ptr<std::uint8_t>();
+  std::uint64_t h = 1469598103934665603ull;
+  for (std::int64_t i = 0; i < st.numel(); ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
 }  // namespace worker_detail
 
 /// Runs one request (see the file comment). Never throws: failures become fields of the reply.
@@ -105,6 +128,7 @@ inline void write_current(const worker_state& st, const nlohmann::json& rec) {
   ro.warmup = req.value("warmup", 2);
   const bool want_labels = req.value("labels", true);
   std::map<std::string, run_result> results;
+  std::map<std::string, std::uint64_t> rng_after;
   std::vector<std::string> sequence;
   event_labels names;
   json rs = json::array();
@@ -115,7 +139,9 @@ inline void write_current(const worker_state& st, const nlohmann::json& rec) {
     {
       std::optional<event_recorder> rec;
       if (want_labels) rec.emplace(names, trace);
+      worker_detail::reseed_cpu_generator();
       r = run_config(c, m, *inputs, ro);
+      rng_after[c] = worker_detail::cpu_generator_state_hash();
     }
     if (r.ok() && want_labels) append_labels(trace, names, c, sequence);  // failures add no labels
     rs.push_back({{"config", c}, {"ok", r.ok()}, {"error", r.error}, {"wall_ms", r.wall_ms}, {"prepare_ms", r.prepare_ms}});
@@ -142,6 +168,15 @@ inline void write_current(const worker_state& st, const nlohmann::json& rec) {
       v.config_a = a->first;
       v.config_b = c;
       v.message = "cannot compare: " + config_detail::clean_error(e.what());
+    }
+    // RNG consumption is state: equivalent configurations draw the same random numbers. Widened
+    // (float64) runs may legitimately sample differently and are not compared.
+    if (!v.finding() && a->second.ok() && b->second.ok() && !a->second.widened && !b->second.widened &&
+        rng_after[a->first] != rng_after[c]) {
+      v.kind = oracle::verdict_kind::state_mismatch;
+      v.config_a = a->first;
+      v.config_b = c;
+      v.message = "random number generator consumption differs between " + a->first + " and " + c;
     }
     if (v.finding() || v.kind == oracle::verdict_kind::error_in_both) verdicts.push_back(worker_detail::verdict_json(v));
   }

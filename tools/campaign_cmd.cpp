@@ -4,6 +4,7 @@
 #include <tfg/torch/campaign.hpp>
 
 #include <csignal>
+#include <fstream>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -142,6 +143,68 @@ int run_campaign_command(run_args a, const std::string& self_exe) {
     }
   });
   return rc;
+}
+
+int run_repro_command(const std::string& dir, const std::string& self_exe, int timeout_s, std::int64_t rss_limit_mb) {
+  const fs::path d(dir);
+  std::ifstream in(d / "meta.json");
+  const auto meta = nlohmann::json::parse(in, nullptr, false);
+  if (meta.is_discarded() || !fs::exists(d / "mutant.pt")) {
+    std::cerr << "flowmut repro: " << dir << " is not a finding folder (meta.json, mutant.pt)\n";
+    return 2;
+  }
+  const std::string kind = meta.value("kind", "");
+  std::printf("finding %s: %s\n", meta.value("id", "?").c_str(), meta.value("title", "?").c_str());
+  if (kind == "metamorphic") {
+    std::printf("metamorphic findings compare mutant.pt with seed.pt in the campaign process; run both with "
+                "`flowmut profile --inputs inputs.pt` and compare the outputs\n");
+    return 0;
+  }
+  const auto work = fs::temp_directory_path() / ("flowmut-repro-" + std::to_string(::getpid()));
+  fs::create_directories(work);
+  tfg::campaign::spawn_options so;
+  so.argv = {self_exe, "worker", "--dir", work.string()};
+  so.env_extra = {"GLOG_minloglevel=2"};
+  so.log_path = work / "log";
+  so.rss_limit_bytes = rss_limit_mb << 20;
+  auto w = tfg::campaign::worker::spawn(std::move(so));
+  if (!w) {
+    std::cerr << "flowmut repro: cannot start a worker: " << w.error() << "\n";
+    return 2;
+  }
+  nlohmann::json req = {{"id", 0},
+                        {"model", fs::absolute(d / "mutant.pt").string()},
+                        {"inputs", fs::absolute(d / "inputs.pt").string()},
+                        {"configs", meta.value("configs", tfg::torch::default_campaign_configs())}};
+  auto ex = w->exchange(req.dump(), std::chrono::seconds(timeout_s));
+  bool reproduced = false;
+  std::printf("outcome: %s", std::string(tfg::campaign::to_string(ex.kind)).c_str());
+  if (ex.kind == tfg::campaign::outcome::signaled) {
+    std::printf(" (%s)", tfg::campaign::signal_name(ex.signal).c_str());
+    if (auto rep = tfg::campaign::parse_crash_report(ex.log))
+      for (const auto& f : tfg::campaign::meaningful_frames(rep->frames, 5)) std::printf("\n  at %s", f.c_str());
+    reproduced = (kind == "crash" || kind == "abort");
+  } else if (ex.kind == tfg::campaign::outcome::timeout) {
+    reproduced = kind == "hang";
+  } else if (ex.kind == tfg::campaign::outcome::out_of_memory) {
+    reproduced = kind == "out_of_memory";
+  } else if (ex.kind == tfg::campaign::outcome::reply) {
+    const auto reply = nlohmann::json::parse(ex.reply, nullptr, false);
+    const std::string key = meta.value("key", "");
+    for (const auto& v : reply.value("verdicts", nlohmann::json::array())) {
+      std::printf("\n  %s: %s vs %s: %s", v.value("kind", "").c_str(), v.value("a", "").c_str(), v.value("b", "").c_str(),
+                  v.value("message", "").substr(0, 160).c_str());
+      if (key.find("|" + v.value("a", "") + "|" + v.value("b", "") + "|") != std::string::npos) reproduced = true;
+    }
+    if (kind == "performance")
+      for (const auto& r : reply.value("results", nlohmann::json::array()))
+        std::printf("\n  %-20s %8.1f ms", r.value("config", "").c_str(), r.value("wall_ms", 0.0));
+  }
+  std::printf("\nreproduced: %s\n", reproduced ? "yes" : "no");
+  w->shutdown();
+  std::error_code ec;
+  fs::remove_all(work, ec);
+  return reproduced ? 0 : 1;
 }
 
 int run_summary_command(const std::string& dir) {

@@ -39,4 +39,5 @@ int run_campaign_command(run_args a, const std::string& self_exe);
 int run_compare_command(compare_args a, const std::string& self_exe);
 int run_worker_command(const std::string& dir);
 int run_summary_command(const std::string& dir);
+int run_repro_command(const std::string& dir, const std::string& self_exe, int timeout_s, std::int64_t rss_limit_mb);
 std::vector<std::string> default_operator_dirs(const std::vector<std::string>& given);

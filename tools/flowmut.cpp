@@ -407,6 +407,14 @@ int main(int argc, char** argv) {
   auto* summary = app.add_subcommand("summary", "print a campaign's rounds, verdicts, metric curve and findings");
   summary->add_option("dir", summary_dir, "campaign folder")->required()->check(CLI::ExistingDirectory);
 
+  std::string repro_dir;
+  int repro_timeout = 60;
+  auto* repro = app.add_subcommand("repro", "re-run a finding's mutant in a fresh worker and say whether it reproduces");
+  repro->add_option("dir", repro_dir, "finding folder (CAMPAIGN/findings/ID)")->required()->check(CLI::ExistingDirectory);
+  repro->add_option("--timeout", repro_timeout, "seconds before the run counts as a hang")->default_val(60);
+  std::int64_t repro_rss_mb = 8192;
+  repro->add_option("--rss-limit-mb", repro_rss_mb, "worker memory limit")->default_val(8192);
+
   std::string worker_dir;
   auto* worker = app.add_subcommand("worker", "(internal) serve execution requests from a supervising campaign");
   worker->add_option("--dir", worker_dir, "folder for the write-ahead record")->required();
@@ -423,6 +431,7 @@ int main(int argc, char** argv) {
     if (*configs) return run_configs();
     if (*worker) return run_worker_command(worker_dir);
     if (*summary) return run_summary_command(summary_dir);
+    if (*repro) return run_repro_command(repro_dir, self_exe, repro_timeout, repro_rss_mb);
     if (*cmp) return run_compare_command(ca, self_exe);
     if (*run) {
       if (ra.model.empty() && !ra.resume) {

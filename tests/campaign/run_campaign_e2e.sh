@@ -33,8 +33,8 @@ if "$FLOWMUT" run "$SEED" --rounds 2 --out "$WORK/plain" -q > "$WORK/again.out" 
 grep -q "already holds a campaign" "$WORK/again.out" || { cat "$WORK/again.out"; fail "no clear message for an occupied folder"; }
 
 echo "== 2. fault injection: segfault, abort, hang, unbounded allocation, NaN in one configuration"
-"$FLOWMUT" run "$SEED" --ops "$FAULTS" --policy one-shot --rounds 8 --out "$WORK/fault" --timeout 3 \
-  --rss-limit-mb 512 --reruns 1 --config eager_op_by_op --config float64_reference -q > "$WORK/fault.out" 2>&1 \
+"$FLOWMUT" run "$SEED" --ops "$FAULTS" --policy one-shot --rounds 8 --out "$WORK/fault" --timeout 5 \
+  --rss-limit-mb 256 --reruns 1 --config eager_op_by_op --config float64_reference -q > "$WORK/fault.out" 2>&1 \
   || { cat "$WORK/fault.out"; fail "the campaign did not survive the faults"; }
 rounds=$(sql "$WORK/fault/campaign.db" "select count(*) from rounds")
 [ "$rounds" = 8 ] || fail "fault campaign: expected 8 rounds, found $rounds"
@@ -46,10 +46,15 @@ sql "$WORK/fault/campaign.db" "select key from findings where kind='crash'" | gr
 for d in $(sql "$WORK/fault/campaign.db" "select dir from findings"); do
   [ -s "$WORK/fault/$d/mutant.pt" ] && [ -s "$WORK/fault/$d/meta.json" ] || fail "finding folder $d is incomplete"
 done
+# every stored finding replays from its folder alone
+for d in $(sql "$WORK/fault/campaign.db" "select dir from findings"); do
+  "$FLOWMUT" repro "$WORK/fault/$d" --timeout 5 --rss-limit-mb 256 > "$WORK/repro.out" 2>&1 \
+    || { cat "$WORK/repro.out"; fail "flowmut repro $d did not reproduce the finding"; }
+done
 
 echo "== 3. kill -9 mid-campaign, then --resume: no reported finding is lost"
-"$FLOWMUT" run "$SEED" --ops "$FAULTS" --policy random --rounds 14 --out "$WORK/kill" --timeout 3 \
-  --rss-limit-mb 512 --reruns 0 --config eager_op_by_op --config float64_reference -q > "$WORK/kill.out" 2>&1 &
+"$FLOWMUT" run "$SEED" --ops "$FAULTS" --policy random --rounds 14 --out "$WORK/kill" --timeout 5 \
+  --rss-limit-mb 256 --reruns 0 --config eager_op_by_op --config float64_reference -q > "$WORK/kill.out" 2>&1 &
 pid=$!
 for _ in $(seq 1 600); do
   n=$(sql "$WORK/kill/campaign.db" "select count(*) from findings" 2>/dev/null || echo 0)
@@ -62,7 +67,7 @@ wait $pid 2>/dev/null || true
 before=$(sql "$WORK/kill/campaign.db" "select id from findings order by id" | tr '\n' ' ')
 [ -n "$before" ] || fail "no finding was reported before the kill"
 echo "reported before kill -9: $before"
-"$FLOWMUT" run --resume --out "$WORK/kill" --rounds 14 --ops "$FAULTS" --policy random --timeout 3 --rss-limit-mb 512 \
+"$FLOWMUT" run --resume --out "$WORK/kill" --rounds 14 --ops "$FAULTS" --policy random --timeout 5 --rss-limit-mb 256 \
   --reruns 0 --config eager_op_by_op --config float64_reference -q > "$WORK/resume.out" 2>&1 \
   || { cat "$WORK/resume.out"; fail "resume failed"; }
 after=$(sql "$WORK/kill/campaign.db" "select id from findings order by id" | tr '\n' ' ')

@@ -4,6 +4,7 @@
 /// prefilter first, then pattern, input, and the probe-free parts of internal and output
 /// (dsl/spec.md sections 10 and 15). Rejections are counted per operator and per stage.
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <random>
@@ -106,11 +107,39 @@ template <match_adapter A>
   for (auto const& op : ops) pres.push_back(op.pre);
   workspace ws;
   std::vector<bindings> per_op(ops.size());  // one per operator: parameter types stay put
+  // Growth of the flat output arrays (retained candidates only): to the projected final size
+  // (entries so far, scaled by the pairs still to examine; at least 1.5x), at most to the
+  // bound (every examined pair accepted), so that the arrays are copied a few times at most
+  // and end with little unused capacity. Set by the scan below before the first pair.
+  std::uint64_t to_examine = 0, examined = 0;
+  std::array<std::uint64_t, 4> bound{};  // candidates, values, nodes, params
+  auto grow_to = [&](auto& v, std::uint64_t need, std::uint64_t cap_bound) {
+    std::uint64_t want = std::max<std::uint64_t>(need, v.capacity() + v.capacity() / 2);
+    if (examined >= 4096 && examined * 64 >= to_examine) {
+      std::uint64_t const proj = v.size() * to_examine / examined;
+      want = std::max(want, proj + proj / 16 + 1024);
+    } else {
+      want = std::max<std::uint64_t>(want, 1024);
+    }
+    if (cap_bound) want = std::min(want, std::max(cap_bound, need));
+    v.reserve(static_cast<std::size_t>(want));
+  };
+  auto grow = [&](auto& v, std::size_t extra, std::uint64_t cap_bound) {
+    if (v.size() + extra > v.capacity()) [[unlikely]] grow_to(v, v.size() + extra, cap_bound);
+  };
+  auto bound_add = [&](std::uint32_t oi, std::uint64_t n) {
+    to_examine += n;
+    bound[0] += n;
+    bound[1] += n * ops[oi].values.size();
+    bound[2] += n * ops[oi].pattern.size();
+    bound[3] += n * ops[oi].params.size();
+  };
   // The pattern and constraint stages of one pair that passed the prefilter (or skipped it).
   auto examine = [&](edge_id e, std::uint32_t oi) {
     auto const& op = ops[oi];
     auto& counts = out.per_operator[oi];
     auto& b = per_op[oi];
+    ++examined;
     reject_stage st = reject_stage::accepted;
     if (!match_pattern(op, a, e, b, ws)) {
       st = reject_stage::pattern;
@@ -130,6 +159,10 @@ template <match_adapter A>
       candidate c{e, oi, static_cast<std::uint32_t>(out.values.size()), static_cast<std::uint32_t>(out.nodes.size()),
                   static_cast<std::uint32_t>(out.params.size()), static_cast<std::uint16_t>(b.values.size()),
                   static_cast<std::uint16_t>(b.nodes.size()), static_cast<std::uint16_t>(b.params.size())};
+      grow(out.values, b.values.size(), bound[1]);
+      grow(out.nodes, b.nodes.size(), bound[2]);
+      grow(out.params, b.params.size(), bound[3]);
+      grow(out.candidates, 1, bound[0]);
       out.values.insert(out.values.end(), b.values.begin(), b.values.end());
       out.nodes.insert(out.nodes.end(), b.nodes.begin(), b.nodes.end());
       out.params.insert(out.params.end(), b.params.begin(), b.params.end());
@@ -170,6 +203,8 @@ template <match_adapter A>
       ++classes[it->second].edges;
       edge_class.push_back(it->second);
     }
+    for (auto const& c : classes)
+      for (auto const oi : c.pass) bound_add(oi, c.edges);
     std::size_t i = 0;
     for (auto const e : a.graph().edges())
       for (auto const oi : classes[edge_class[i++]].pass) examine(e, oi);
@@ -190,6 +225,11 @@ template <match_adapter A>
       }
     }
   } else {
+    {
+      std::uint64_t live = 0;
+      for ([[maybe_unused]] auto const e : a.graph().edges()) ++live;
+      for (std::uint32_t oi = 0; oi < ops.size(); ++oi) bound_add(oi, live);
+    }
     for (auto const e : a.graph().edges()) {
       auto const& s = summaries[graph::index(e)];
       for (std::uint32_t oi = 0; oi < ops.size(); ++oi) {

@@ -99,6 +99,9 @@ struct env {
     if (e == subst_from && subst_to) return subst_to;
     return &adapter.profile(e);
   }
+#if defined(__GNUC__)
+  [[gnu::always_inline]]
+#endif
   state::tensor_state const* state(val const& t, std::size_t run) const {
     if (t.k != vk::tensor) return nullptr;
     auto const* p = profile(t.slot, t.e);
@@ -309,6 +312,43 @@ val call_builtin(bfn fn, std::span<const val> a, env<A> const& E, std::size_t ru
   return val::fault();
 }
 
+/// A one-argument built-in: the common state built-ins inline (as `call_builtin` computes
+/// them: `E.state` is null for a non-tensor or a missing run), the others by `call_builtin`.
+template <class A>
+#if defined(__GNUC__)
+[[gnu::always_inline]]
+#endif
+inline val builtin1(bfn fn, val const& t, env<A> const& E, std::size_t run, workspace& ws) {
+  switch (fn) {
+    case bfn::rank: case bfn::numel: case bfn::dtype: case bfn::is_floating: case bfn::device:
+    case bfn::layout: case bfn::contiguous: case bfn::channels_last: case bfn::storage_offset:
+    case bfn::aliased: case bfn::finite: case bfn::has_nan: case bfn::has_inf: case bfn::requires_grad: {
+      auto const* s = E.state(t, run);
+      if (!s) return val::fault();
+      switch (fn) {
+        case bfn::rank: return val::integer(s->rank());
+        case bfn::numel: return val::integer(s->numel);
+        case bfn::dtype: return val::code(vk::dtype, static_cast<std::int64_t>(s->type));
+        case bfn::is_floating: return val::boolean(state::is_floating(s->type));
+        case bfn::device: return val::code(vk::device, static_cast<std::int64_t>(s->device.kind));
+        case bfn::layout: return val::code(vk::layout, static_cast<std::int64_t>(s->tensor_layout));
+        case bfn::contiguous: return val::boolean(s->contiguous);
+        case bfn::channels_last: return val::boolean(s->format == state::memory_format::channels_last);
+        case bfn::storage_offset: return val::integer(s->storage_offset);
+        case bfn::aliased: return val::boolean(s->aliased());
+        case bfn::finite: return val::boolean(s->numbers.finite());
+        case bfn::has_nan: return val::boolean(s->numbers.nan_count > 0);
+        case bfn::has_inf: return val::boolean(s->numbers.inf_count > 0);
+        case bfn::requires_grad: return val::boolean(s->requires_grad);
+        default: break;
+      }
+      break;
+    }
+    default: break;
+  }
+  return call_builtin(fn, std::span<const val>(&t, 1), E, run, ws);
+}
+
 /// A binary value operator (comparison, `in`, arithmetic) over evaluated operands.
 inline val binary(pop op, val const& x, val const& y, workspace& ws) {
   auto& s = ws.scratch;
@@ -342,6 +382,39 @@ inline val binary(pop op, val const& x, val const& y, workspace& ws) {
   }
 }
 
+/// Whether `k` is one of the kinds whose value is the code in `i` (compared by `i` alone).
+inline bool code_kind(vk k) {
+  return k == vk::dtype || k == vk::device || k == vk::layout || k == vk::memfmt || k == vk::op;
+}
+
+/// `equal` with the common cases (two integers, two codes of one kind) inline.
+#if defined(__GNUC__)
+[[gnu::always_inline]]
+#endif
+inline bool equal_fast(val const& a, val const& b, std::vector<val> const& s) {
+  if (a.k == b.k && (a.k == vk::integer || code_kind(a.k))) return a.i == b.i;
+  return equal(a, b, s);
+}
+
+/// `binary` with the common cases (comparisons of two integers, (in)equality of two codes of
+/// one kind) inline.
+#if defined(__GNUC__)
+[[gnu::always_inline]]
+#endif
+inline val binary_fast(pop op, val const& x, val const& y, workspace& ws) {
+  if (x.k == y.k && (x.k == vk::integer || (code_kind(x.k) && (op == pop::eq || op == pop::ne)))) {
+    switch (op) {
+      case pop::eq: return val::boolean(x.i == y.i);
+      case pop::ne: return val::boolean(x.i != y.i);
+      case pop::lt: return val::boolean(x.i < y.i);
+      case pop::le: return val::boolean(x.i <= y.i);
+      case pop::gt: return val::boolean(x.i > y.i);
+      case pop::ge: return val::boolean(x.i >= y.i);
+      default: break;
+    }
+  }
+  return binary(op, x, y, ws);
+}
 
 template <class A>
 val eval_node(program const& p, std::uint32_t idx, env<A> const& E, std::size_t run, workspace& ws);
@@ -363,6 +436,26 @@ inline bool eval_leaf(program const& p, std::uint32_t idx, env<A> const& E, val&
     out.slot = n.slot;
     out.e = n.slot < E.values.size() ? E.values[n.slot] : graph::no_edge;
     return true;
+  }
+  if (n.op == pop::param && n.slot < E.params.size()) {
+    // Scalar parameters without the variant visit of `from_attr` (same results); words,
+    // strings, lists and unset parameters take the general path.
+    attr_value const& a = E.params[n.slot];
+    if (auto const* x = std::get_if<std::int64_t>(&a)) {
+      auto const want = E.param_info ? (*E.param_info)[n.slot].type.kind : dsl::type_kind::unknown;
+      if (want == dsl::type_kind::op) out = val::code(vk::op, *x);
+      else if (want == dsl::type_kind::floating) out = val::floating(static_cast<double>(*x));
+      else out = val::integer(*x);
+      return true;
+    }
+    if (auto const* x = std::get_if<double>(&a)) {
+      out = val::floating(*x);
+      return true;
+    }
+    if (auto const* x = std::get_if<bool>(&a)) {
+      out = val::boolean(*x);
+      return true;
+    }
   }
   return false;
 }
@@ -414,7 +507,16 @@ val eval_node(program const& p, std::uint32_t idx, env<A> const& E, std::size_t 
     case pop::call: {
       if (n.count == 1) {
         val x;
-        if (eval_leaf(p, p.kids[n.first], E, x)) return call_builtin(n.fn, std::span<const val>(&x, 1), E, run, ws);
+        if (eval_leaf(p, p.kids[n.first], E, x)) return builtin1(n.fn, x, E, run, ws);
+      }
+      if (n.count == 2) {
+        // As below, with the arguments in a local array instead of `ws.stack`.
+        val xs[2];
+        for (std::uint32_t i = 0; i < 2; ++i) {
+          if (!eval_leaf(p, p.kids[n.first + i], E, xs[i])) xs[i] = eval_node(p, p.kids[n.first + i], E, run, ws);
+          if (xs[i].k == vk::fault && n.fn != bfn::is_none) return val::fault();
+        }
+        return call_builtin(n.fn, std::span<const val>(xs, 2), E, run, ws);
       }
       std::size_t const mark = ws.stack.size();
       for (std::uint32_t i = 0; i < n.count; ++i) {
@@ -443,7 +545,7 @@ val eval_node(program const& p, std::uint32_t idx, env<A> const& E, std::size_t 
           case vk::floating: ea.value = x.f; break;
           case vk::string: ea.value = std::string(x.s); break;
           case vk::fault: ws.ext_args.resize(mark); return val::fault();
-          default: ea.value = x.i; break;
+          default: ea.value = x.k == vk::list ? std::int64_t{0} : x.i; break;  // list: i is not stored
         }
         ws.ext_args.push_back(std::move(ea));
       }
@@ -490,7 +592,7 @@ val eval_node(program const& p, std::uint32_t idx, env<A> const& E, std::size_t 
   val x, y;
   if (!eval_leaf(p, n.a, E, x)) x = eval_node(p, n.a, E, run, ws);
   if (!eval_leaf(p, n.b, E, y)) y = eval_node(p, n.b, E, run, ws);
-  return binary(n.op, x, y, ws);
+  return binary_fast(n.op, x, y, ws);
 }
 
 /// An operand of a decoded conjunct: the same value `eval_node` computes for `o.node`.
@@ -506,10 +608,12 @@ inline val eval_operand(program const& p, operand const& o, env<A> const& E, std
       t.k = vk::tensor;
       t.slot = o.slot;
       t.e = o.slot < E.values.size() ? E.values[o.slot] : graph::no_edge;
-      return call_builtin(o.fn, std::span<const val>(&t, 1), E, run, ws);
+      return builtin1(o.fn, t, E, run, ws);
     }
     case operand::form::node: break;
   }
+  val v;
+  if (eval_leaf(p, o.node, E, v)) return v;
   return eval_node(p, o.node, E, run, ws);
 }
 
@@ -567,7 +671,7 @@ template <match_adapter A>
           case conjunct::form::binary: {
             val const x = detail::eval_operand(p, c.x, E, r, ws);
             val const y = detail::eval_operand(p, c.y, E, r, ws);
-            v = detail::binary(c.op, x, y, ws);
+            v = detail::binary_fast(c.op, x, y, ws);
             break;
           }
           case conjunct::form::in_lits: {
@@ -577,7 +681,7 @@ template <match_adapter A>
             } else {
               v = val::boolean(false);
               for (std::uint32_t k = 0; k < c.count; ++k)
-                if (detail::equal(x, p.nodes[p.kids[c.first + k]].lit, ws.scratch)) {
+                if (detail::equal_fast(x, p.nodes[p.kids[c.first + k]].lit, ws.scratch)) {
                   v = val::boolean(true);
                   break;
                 }
@@ -782,6 +886,30 @@ class matcher {
     return true;
   }
 
+  /// `match_arg` against a constant scalar argument (an item of a constant list), without
+  /// building an `arg_view`.
+  bool match_constant(pattern_arg const& pa, attr_value const& c) {
+    switch (pa.k) {
+      case pattern_arg::kind::wildcard: return true;
+      case pattern_arg::kind::ellipsis: return true;
+      case pattern_arg::kind::value: return false;
+      case pattern_arg::kind::literal: return literal_matches(pa, c);
+      case pattern_arg::kind::param: return bind_param(pa.slot, c);
+      case pattern_arg::kind::list: {
+        auto items = [&](auto const& v) {
+          if (v.size() != pa.items.size()) return false;
+          for (std::size_t i = 0; i < v.size(); ++i)
+            if (!match_constant(pa.items[i], attr_value(v[i]))) return false;
+          return true;
+        };
+        if (auto const* v = std::get_if<std::vector<std::int64_t>>(&c)) return items(*v);
+        if (auto const* v = std::get_if<std::vector<double>>(&c)) return items(*v);
+        return false;
+      }
+    }
+    return false;
+  }
+
   bool match_arg(pattern_arg const& pa, arg_view const& av) {
     switch (pa.k) {
       case pattern_arg::kind::wildcard: return true;
@@ -807,12 +935,8 @@ class matcher {
           // pattern list item by item, so `[$s0, $s1]` binds its elements.
           auto items = [&](auto const& v) {
             if (v.size() != pa.items.size()) return false;
-            for (std::size_t i = 0; i < v.size(); ++i) {
-              arg_view item;
-              item.how = arg_view::form::constant;
-              item.value = v[i];
-              if (!match_arg(pa.items[i], item)) return false;
-            }
+            for (std::size_t i = 0; i < v.size(); ++i)
+              if (!match_constant(pa.items[i], attr_value(v[i]))) return false;
             return true;
           };
           if (auto const* v = std::get_if<std::vector<std::int64_t>>(&av.value)) return items(*v);
@@ -857,6 +981,7 @@ class matcher {
   }
 
   bool conditions_hold() {
+    if (op_.pattern_conditions.empty()) return true;
     env<A> E{a_, b_.values, b_.params, &op_.params, {}, {}, op_.pattern_value_count, nullptr, graph::no_edge, nullptr};
     for (auto const& c : op_.pattern_conditions)
       if (!holds(c, E, ws_)) return false;
@@ -894,11 +1019,20 @@ class matcher {
 /// (sampled parameters keep their previous value until `sample_params` overwrites it, so a
 /// string value reuses its buffer). Allocates only when `b` is smaller than needed.
 inline void reset(bindings& b, compiled_operator const& op) {
-  b.values.assign(op.values.size(), graph::no_edge);
-  b.nodes.assign(op.pattern.size(), graph::no_node);
+  // Sizes rarely change (one `bindings` per operator in `construct`): plain stores then.
+  if (b.values.size() == op.values.size()) {
+    for (auto& v : b.values) v = graph::no_edge;
+  } else {
+    b.values.assign(op.values.size(), graph::no_edge);
+  }
+  if (b.nodes.size() == op.pattern.size()) {
+    for (auto& n : b.nodes) n = graph::no_node;
+  } else {
+    b.nodes.assign(op.pattern.size(), graph::no_node);
+  }
   b.params.resize(op.params.size());
   for (std::size_t i = 0; i < op.params.size(); ++i)
-    if (op.params[i].bound_by_match) b.params[i] = std::monostate{};
+    if (op.params[i].bound_by_match && b.params[i].index() != 0) b.params[i] = std::monostate{};
 }
 
 /// Runs the pattern stage of `op` at `anchor`: the first embedding (anchor outwards,

@@ -13,6 +13,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "tfg/dsl/ast.hpp"
@@ -50,16 +51,23 @@ enum class vk : std::uint8_t {
 };
 
 /// A run-time value. Plain data: lists live in a scratch vector owned by the evaluator, so
-/// evaluation allocates nothing once the scratch has grown.
+/// evaluation allocates nothing once the scratch has grown. 32 bytes: the payloads of the
+/// kinds that never mix share storage (`i` integer and codes, `f` floating, `off` list,
+/// `s` string); a default value has i = 0, f = 0.0 and off = 0.
 struct val {
   vk k = vk::fault;
   bool b = false;
-  std::int64_t i = 0;
-  double f = 0;
-  std::uint32_t off = 0, len = 0;
-  std::uint32_t slot = UINT32_MAX;
-  edge_id e = graph::no_edge;
-  std::string_view s;
+  std::uint32_t slot = UINT32_MAX;  ///< tensor
+  edge_id e = graph::no_edge;       ///< tensor
+  std::uint32_t len = 0;            ///< list
+  union {
+    std::int64_t i;
+    double f;
+    std::uint32_t off;
+    std::string_view s;
+  };
+
+  val() noexcept : i(0) {}
 
   static val fault() { return {}; }
   static val boolean(bool x) {
@@ -87,6 +95,8 @@ struct val {
     return v;
   }
 };
+
+static_assert(sizeof(val) == 32 && std::is_trivially_copyable_v<val>);
 
 /// Built-in function ids, in the order of `dsl::builtins`.
 enum class bfn : std::uint8_t {

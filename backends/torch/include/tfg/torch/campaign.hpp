@@ -57,7 +57,7 @@ struct campaign_options {
   std::vector<std::string> configs;    ///< empty: every CPU configuration
   fs::path worker_exe;                 ///< the flowmut binary (`worker` subcommand)
   std::chrono::milliseconds timeout_cap{60000};  ///< per-mutant timeout never exceeds this
-  std::chrono::milliseconds timeout_floor{2000};
+  std::chrono::milliseconds timeout_floor{5000};  ///< a loaded machine can take seconds to load a model
   std::int64_t rss_limit_bytes = 0;    ///< 0: min(8 GiB, physical RAM / 2)
   int reruns = 2;                      ///< reliability reruns of each new finding
   std::size_t metrics_every = 10;      ///< metrics checkpoint period (and the last round)
@@ -295,7 +295,7 @@ class campaign_loop {
       if (!base.value("ok", false)) throw std::runtime_error("the seed model does not load in the worker: " + base.value("error", ""));
       ms = r.wall_ms;
     }
-    timeout_ = std::clamp(std::chrono::milliseconds(static_cast<std::int64_t>(10 * ms)), opt_.timeout_floor, opt_.timeout_cap);
+    timeout_ = std::clamp(std::chrono::milliseconds(static_cast<std::int64_t>(10 * ms)), std::min(opt_.timeout_floor, opt_.timeout_cap), opt_.timeout_cap);
     store_->set_meta("timeout_ms", std::to_string(timeout_.count()));
     if (!opt_.resume) baseline_ = verdict_keys(base);
     seed_times_ = config_times(base);
@@ -460,7 +460,9 @@ class campaign_loop {
                     sl.b_ms, sl.ratio, sl.a_ms, sl.a.c_str(), sl.seed_ratio);
       ids.push_back(record_finding(sig, buf, mu, op, rec, false, req));
     }
-    if (op.preserves_values) {
+    // Metamorphic: only over finite seed outputs (NaN/Inf a seed already carries, from an earlier
+    // accepted mutation, make "the same values" ill-defined).
+    if (op.preserves_values && all_finite(gen_->current_profile().outputs)) {
       const double atol = op.atol.value_or(0.0), rtol = op.rtol.value_or(0.0);
       const auto& seed_outputs = gen_->current_profile().outputs;
       for (std::size_t i = 0; i < mu.probe.outputs.size() && i < seed_outputs.size(); ++i) {
@@ -545,6 +547,29 @@ class campaign_loop {
     if (verdict_kind == "state_mismatch") return K::state;
     if (verdict_kind == "error_in_one") return K::exception;
     return std::nullopt;
+  }
+
+  [[nodiscard]] static bool all_finite(const std::vector<c10::IValue>& outputs) {
+    std::function<bool(const c10::IValue&)> finite = [&](const c10::IValue& v) -> bool {
+      if (v.isTensor()) {
+        const auto& t = v.toTensor();
+        return !t.defined() || !t.is_floating_point() || t.numel() == 0 || t.isfinite().all().item<bool>();
+      }
+      if (v.isTuple()) {
+        for (const auto& e : v.toTupleRef().elements())
+          if (!finite(e)) return false;
+        return true;
+      }
+      if (v.isList()) {
+        for (const auto& e : v.toListRef())
+          if (!finite(e)) return false;
+        return true;
+      }
+      return true;
+    };
+    for (const auto& o : outputs)
+      if (!finite(o)) return false;
+    return true;
   }
 
   [[nodiscard]] static std::string first_line(std::string s) {
@@ -634,6 +659,8 @@ class campaign_loop {
       fs::create_directories(staging);
       fs::copy_file(opt_.out_dir / "work" / "mutant.pt", staging / "mutant.pt", fs::copy_options::overwrite_existing);
       fs::copy_file(opt_.out_dir / "inputs.pt", staging / "inputs.pt", fs::copy_options::overwrite_existing);
+      // The seed the mutant was made from (the metamorphic oracle's reference; reduction's start).
+      fs::copy_file(opt_.out_dir / "current.pt", staging / "seed.pt", fs::copy_options::overwrite_existing);
       nlohmann::json meta = {{"id", id},
                              {"title", sig.title()},
                              {"key", sig.key()},

@@ -112,6 +112,7 @@ inline void reseed_cpu_generator() {
   const std::string inputs_path = req.value("inputs", "");
   model m;
   const input_set* inputs = nullptr;
+  worker_detail::write_current(st, {{"id", reply["id"]}, {"model", model_path}, {"config", "load"}, {"pid", ::getpid()}});
   try {
     m = torchscript_importer().load(model_path);
     auto it = st.inputs.find(inputs_path);

@@ -265,7 +265,6 @@ int run_compare_command(compare_args a, const std::string& self_exe) {
       r.resume = a.resume && fs::exists(fs::path(r.out) / "state.json");
       r.force = !r.resume;
       std::fprintf(stderr, "compare: %s with %s (%zu rounds) -> %s\n", model.c_str(), policy.c_str(), a.rounds, r.out.c_str());
-      auto t0 = std::chrono::steady_clock::now();
       if (int rc = run_campaign_command(r, self_exe); rc != 0) return rc;
       auto opened = tfg::campaign::store::open(fs::path(r.out) / "campaign.db");
       if (!opened) return 2;
@@ -280,7 +279,12 @@ int run_compare_command(compare_args a, const std::string& self_exe) {
         if (k == "legal" || k == "finding") legal += static_cast<double>(v);
       }
       row.sum["legal_rate"] += executed > 0 ? legal / executed : 0;
-      row.sum["minutes"] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 60;
+      // Time spent in the rounds (recorded per phase), so a resumed comparison reports the
+      // campaigns' own cost rather than the time of this invocation.
+      double ms = 0;
+      for (const auto& rr : opened->rounds())
+        for (const auto& [k, v] : rr.phase_ms) ms += v;
+      row.sum["minutes"] += ms / 60000;
       ++row.n;
     }
   }

@@ -324,9 +324,12 @@ class campaign_loop {
     rec.round = static_cast<std::int64_t>(round_);
     rec.policy = opt_.policy_name;
     rec.model_hash = gen_->seed_hash();
-    const auto [seed_ms, influence_ms] = gen_->take_seed_times();
-    rec.phase_ms["profile"] = seed_ms;
-    rec.phase_ms["influence"] = influence_ms;
+    // The first round pays for profiling the initial seed (later seeds are paid by the round
+    // that accepted them, under "reseed" and "influence").
+    if (const auto [seed_ms, influence_ms] = gen_->take_seed_times(); seed_ms + influence_ms > 0) {
+      rec.phase_ms["profile"] = seed_ms;
+      rec.phase_ms["influence"] = influence_ms;
+    }
 
     auto gen = gen_->next(round_);
     for (const auto& [k, v] : gen.phase_ms) rec.phase_ms[k] = v;
@@ -392,7 +395,8 @@ class campaign_loop {
       const auto reply = nlohmann::json::parse(ex.reply, nullptr, false);
       judge_reply(reply, mu, op, pick, b, culprit, rec, req, reward);
     }
-    rec.phase_ms["judge"] = campaign_detail::ms_since(t);
+    rec.phase_ms["judge"] = campaign_detail::ms_since(t) - accept_ms_;
+    accept_ms_ = 0;
     gen_->feedback(pick, reward);
     rec.reward = reward;
     store_->put_round(rec);
@@ -498,6 +502,10 @@ class campaign_loop {
       baseline_ = verdict_keys(reply);
       seed_times_ = config_times(reply);
       gen_->set_seed(std::move(mu.graph_model), std::move(mu.probe), inputs_);
+      const auto [setup_ms, influence_ms] = gen_->take_seed_times();  // this round pays for the new seed
+      rec.phase_ms["reseed"] += setup_ms;
+      rec.phase_ms["influence"] += influence_ms;
+      accept_ms_ = setup_ms + influence_ms;
     }
     if (status_.last.empty() || rec.verdict == "legal") status_.last = "legal " + op.name;
   }
@@ -809,6 +817,7 @@ class campaign_loop {
   std::chrono::milliseconds timeout_{10000};
   std::set<std::string> baseline_;
   std::map<std::string, double> seed_times_;
+  double accept_ms_ = 0;  ///< time the current round spent re-seeding (excluded from "judge")
   static constexpr double perf_factor = 10, perf_min_ms = 100;
   std::set<std::string> known_findings_;
   std::size_t round_ = 0;

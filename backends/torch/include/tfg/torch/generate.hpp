@@ -83,6 +83,10 @@ struct generator_options {
   std::uint64_t seed = 1;
   select::ablation features = select::ablation::all();
   bool influence = true;  ///< compute I (one backward pass per seed); false: I = 0.5 for all
+  /// A campaign recomputes influence for every accepted seed: one input, and a tight cap on the
+  /// edges estimated by perturbation (accepted mutations such as an inserted detach cut the
+  /// gradient; unbounded perturbation then costs seconds per round).
+  influence_options influence_opt = {1, true, 24, 1e-3, 1, false, 0};
 };
 
 /// One round's mutation generation over a seed, with selection policy `Policy` fixed at compile
@@ -130,7 +134,7 @@ class mutation_generator {
         for (auto& x : executed) x.push_back(n);
     impact_.emplace(current_.graph, executed);
     const auto ti = std::chrono::steady_clock::now();
-    if (opt_.influence) influence_ = influence(current_, inputs);
+    if (opt_.influence) influence_ = influence(current_, inputs, opt_.influence_opt);
     else influence_ = {};
     influence_ms_ = generate_detail::ms_since(ti);
     seed_hash_ = generate_detail::model_hash(current_);

@@ -24,7 +24,7 @@ sql "$WORK/plain/campaign.db" "select count(*) from metrics" | grep -qv '^0$' ||
 # a campaign is deterministic for a given --seed: the same operators at the same sites
 "$FLOWMUT" run "$SEED" --rounds 12 --out "$WORK/plain2" --config eager_op_by_op --config graph_executor \
   --config float64_reference -q > "$WORK/plain2.out" 2>&1 || { cat "$WORK/plain2.out"; fail "second plain campaign failed"; }
-q="select round || ' ' || op || ' ' || site || ' ' || verdict from rounds order by round"
+q="select round || ' ' || op || ' ' || site from rounds order by round"
 [ "$(sql "$WORK/plain/campaign.db" "$q")" = "$(sql "$WORK/plain2/campaign.db" "$q")" ] \
   || fail "two campaigns with the same --seed chose different mutations"
 grep -q "verdicts:" "$WORK/summary.out" || fail "summary has no verdict counts"

@@ -78,9 +78,6 @@ struct campaign_status {
 
 namespace campaign_detail {
 
-[[nodiscard]] inline double ms_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
 
 inline void save_inputs(const input_set& inputs, const fs::path& path) {
   c10::impl::GenericList list(c10::AnyType::get());
@@ -155,7 +152,7 @@ class campaign_loop {
       if (on_status) {
         status_.round = round_;
         status_.rounds = opt_.rounds;
-        const double s = campaign_detail::ms_since(t0) / 1000.0;
+        const double s = config_detail::ms_since(t0) / 1000.0;
         status_.rounds_per_s = s > 0 ? static_cast<double>(round_ - first) / s : 0;
         on_status(status_);
       }
@@ -363,20 +360,20 @@ class campaign_loop {
     try {
       campaign_detail::save_model_atomic(mu.graph_model, mutant_path);
     } catch (const std::exception& e) {
-      rec.phase_ms["export"] = campaign_detail::ms_since(t);
+      rec.phase_ms["export"] = config_detail::ms_since(t);
       rec.verdict = "rejected";
       rec.reason = "export: " + config_detail::clean_error(e.what());
       store_->put_round(rec);
       record_metrics();
       return;
     }
-    rec.phase_ms["export"] = campaign_detail::ms_since(t);
+    rec.phase_ms["export"] = config_detail::ms_since(t);
 
     // Execute in the worker.
     t = clk::now();
     const auto req = request(mutant_path);
     auto ex = worker_->exchange(req.dump(), timeout_);
-    rec.phase_ms["execute"] = campaign_detail::ms_since(t);
+    rec.phase_ms["execute"] = config_detail::ms_since(t);
     ++status_.executed;
     rec.extra_json = nlohmann::json{{"elements", mutation_generator<Policy>::elements_of(pick)}}.dump();
 
@@ -395,7 +392,7 @@ class campaign_loop {
       const auto reply = nlohmann::json::parse(ex.reply, nullptr, false);
       judge_reply(reply, mu, op, pick, b, culprit, rec, req, reward);
     }
-    rec.phase_ms["judge"] = campaign_detail::ms_since(t) - accept_ms_;
+    rec.phase_ms["judge"] = config_detail::ms_since(t) - accept_ms_;
     accept_ms_ = 0;
     gen_->feedback(pick, reward);
     rec.reward = reward;
@@ -498,7 +495,9 @@ class campaign_loop {
     // Accept: the mutant becomes the next seed (its probe is its profile).
     if (mu.graph_model.graph.node_count() <= opt_.max_seed_nodes) {
       rec.accepted = true;
-      campaign_detail::save_model_atomic(mu.graph_model, opt_.out_dir / "current.pt");
+      // The mutant was exported for the worker already: publish that file, do not export again.
+      fs::copy_file(req.at("model").get<std::string>(), opt_.out_dir / "current.pt.tmp", fs::copy_options::overwrite_existing);
+      fs::rename(opt_.out_dir / "current.pt.tmp", opt_.out_dir / "current.pt");
       baseline_ = verdict_keys(reply);
       seed_times_ = config_times(reply);
       gen_->set_seed(std::move(mu.graph_model), std::move(mu.probe), inputs_);

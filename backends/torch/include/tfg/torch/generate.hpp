@@ -9,6 +9,7 @@
 #include <tfg/select/features.hpp>
 #include <tfg/select/impact.hpp>
 #include <tfg/select/policies.hpp>
+#include <tfg/torch/configs.hpp>
 #include <tfg/torch/externs.hpp>
 #include <tfg/torch/influence.hpp>
 #include <tfg/torch/mutate.hpp>
@@ -28,10 +29,6 @@
 namespace tfg::torch {
 
 namespace generate_detail {
-
-[[nodiscard]] inline double ms_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
 
 [[nodiscard]] inline std::string attr_text(const match::attr_value& v) {
   return std::visit(
@@ -136,19 +133,19 @@ class mutation_generator {
     const auto ti = std::chrono::steady_clock::now();
     if (opt_.influence) influence_ = influence(current_, inputs, opt_.influence_opt);
     else influence_ = {};
-    influence_ms_ = generate_detail::ms_since(ti);
+    influence_ms_ = config_detail::ms_since(ti);
     seed_hash_ = generate_detail::model_hash(current_);
     node_hash_.assign(current_.graph.node_capacity(), 0);
     for (auto n : current_.graph.nodes()) node_hash_[graph::index(n)] = select::hash_string(current_.graph.data(n).kind.toQualString());
     tried_.clear();
-    seed_ms_ = generate_detail::ms_since(t0);
+    seed_ms_ = config_detail::ms_since(t0);
   }
 
   /// Profiles `m` on `inputs` (op by op, in this process) and makes it the current seed.
   void profile_and_set_seed(model m, const input_set& inputs) {
     const auto t0 = std::chrono::steady_clock::now();
     auto p = profiler({c10::Device(c10::kCPU), true, false, false}).run(m, inputs);
-    const double ms = generate_detail::ms_since(t0);
+    const double ms = config_detail::ms_since(t0);
     set_seed(std::move(m), std::move(p), inputs);
     profile_ms_ = ms;
   }
@@ -161,7 +158,7 @@ class mutation_generator {
     match::construct_options co;
     co.seed = select::hash_combine(opt_.seed, round);
     set_ = match::construct(*adapter_, std::span<const match::compiled_operator>(pool_.operators), co);
-    out.phase_ms["construct"] = generate_detail::ms_since(t);
+    out.phase_ms["construct"] = config_detail::ms_since(t);
 
     t = clk::now();
     std::vector<std::size_t> index;  // candidates not tried on this seed yet
@@ -184,10 +181,10 @@ class mutation_generator {
       xs.push_back(opt_.features.apply(select::make_context(coverage_, pick.l, pick.t, pick.m, p, g[k])));
     }
     out.candidates = index.size();
-    out.phase_ms["features"] = generate_detail::ms_since(t);
+    out.phase_ms["features"] = config_detail::ms_since(t);
     t = clk::now();
     const std::size_t k = policy_.select(std::span<const select::context>(xs), std::span<const std::uint32_t>(arms), rng_);
-    out.phase_ms["select"] = generate_detail::ms_since(t);
+    out.phase_ms["select"] = config_detail::ms_since(t);
     if (k == select::no_candidate) return out;
     out.selected = true;
     pick.index = index[k];
@@ -204,7 +201,7 @@ class mutation_generator {
     auto made = instantiate(current_, *adapter_, op, out.bindings, symbols_, ws_, inputs_);
     if (auto* f = std::get_if<mutation_failure>(&made)) out.result = std::move(*f);
     else out.result = std::move(std::get<mutant>(made));
-    out.phase_ms["apply"] = generate_detail::ms_since(t);
+    out.phase_ms["apply"] = config_detail::ms_since(t);
     return out;
   }
 

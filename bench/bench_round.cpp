@@ -1,16 +1,19 @@
 // Generation cost per campaign round: everything a round does except executing the model —
 // candidate construction over the whole operator pool, the context features (L, T, M, P, I) of
 // every untried candidate, LinUCB selection, and instantiation of the chosen replacement
-// (tfg::torch::mutation_generator::next). Reported separately, because they execute or
+// (tfg::campaign::generator<tfg::torch::backend>::next, with the policy behind
+// select::any_policy as flowmut runs it). Reported separately, because they execute or
 // serialise the model: profiling a new seed (op by op, F(e)), the influence pass (one
 // backward), and exporting the mutant to a .pt for the worker.
 //
 //   tfg_bench_round --zoo=build/zoo [--seeds=swin_v2_t,resnet18] [benchmark flags]
 // Default seed: swin_v2_t, the largest zoo TFG (1,620 nodes). Target (issue 4): <= 60 ms.
+#include <tfg/campaign/generator.hpp>
+#include <tfg/torch/backend.hpp>
 #include <tfg/torch/export.hpp>
-#include <tfg/torch/generate.hpp>
 #include <tfg/torch/import.hpp>
 #include <tfg/torch/inputs.hpp>
+#include <tfg/util/clock.hpp>
 
 #include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
@@ -25,7 +28,8 @@
 namespace {
 
 namespace fs = std::filesystem;
-using generator = tfg::torch::mutation_generator<tfg::select::linucb>;
+using generator = tfg::campaign::generator<tfg::torch::backend>;
+using tfg::ms_since;
 
 struct seed {
   std::string name;
@@ -33,20 +37,17 @@ struct seed {
   tfg::torch::input_set inputs;
 };
 
-double ms_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
-std::unique_ptr<generator> make_generator(const seed& s) {
+std::unique_ptr<generator> make_generator(tfg::torch::backend& b, const seed& s) {
   auto g = std::make_unique<generator>(
-      tfg::torch::generator_options{{TFG_SOURCE_DIR "/operators"}, 1, tfg::select::ablation::all(), true},
-      tfg::select::linucb());
+      b, tfg::campaign::generator_options{{TFG_SOURCE_DIR "/operators"}, 1, tfg::select::ablation::all(), true},
+      tfg::select::any_policy(tfg::select::linucb()));
   g->profile_and_set_seed(s.model, s.inputs);
   return g;
 }
 
 void bm_generation(benchmark::State& state, std::shared_ptr<seed> s) {
-  auto g = make_generator(*s);
+  tfg::torch::backend b;
+  auto g = make_generator(b, *s);
   std::map<std::string, double> phase;
   double candidates = 0;
   std::uint64_t round = 0, rounds = 0;

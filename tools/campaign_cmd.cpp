@@ -1,12 +1,17 @@
-// flowmut run / compare / summary / worker: the campaign commands.
+// flowmut run / compare / summary / repro / worker: argument handling and printing around
+// tfg::campaign::loop<tfg::torch::backend> (the campaign itself lives in the library).
 #include "commands.hpp"
 
-#include <tfg/torch/campaign.hpp>
+#include <tfg/campaign/judge.hpp>
+#include <tfg/campaign/loop.hpp>
+#include <tfg/select/registry.hpp>
+#include <tfg/torch/backend.hpp>
+#include <tfg/torch/worker.hpp>
 
 #include <csignal>
-#include <fstream>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <unistd.h>
@@ -15,54 +20,22 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using campaign_type = tfg::campaign::loop<tfg::torch::backend>;
+
 volatile std::sig_atomic_t g_interrupted = 0;
 
-template <class Policy>
 void on_signal(int) {
   g_interrupted = 1;
-  tfg::torch::campaign_loop<Policy>::request_stop();
+  campaign_type::request_stop();
 }
 
-tfg::select::ablation parse_ablation(const std::string& s) {
-  using tfg::select::ablation;
-  using tfg::select::feature;
-  if (s == "all") return ablation::all();
-  if (s == "coverage-only") return ablation::coverage_only();
-  if (s == "impact-only") return ablation::impact_only();
-  const std::map<std::string, feature> by_name = {{"no-L", feature::site_context},      {"no-T", feature::tensor_state},
-                                                  {"no-M", feature::mutation},          {"no-P", feature::downstream_impact},
-                                                  {"no-I", feature::influence}};
-  if (auto it = by_name.find(s); it != by_name.end()) return ablation::without(it->second);
-  throw std::invalid_argument("unknown --features `" + s +
-                              "` (all, coverage-only, impact-only, no-L, no-T, no-M, no-P, no-I)");
+template <class T>
+T or_throw(tfg::expected<T, std::string> e) {
+  if (!e) throw std::invalid_argument(e.error());
+  return std::move(*e);
 }
 
-/// Calls `f(policy)` with the policy named `name`. Policies are compile-time types; the name
-/// picks one of the five instantiations.
-template <class F>
-void with_policy(const std::string& name, double alpha, tfg::select::ablation feats, std::size_t arms, F&& f) {
-  namespace sel = tfg::select;
-  if (name == "linucb") {
-    sel::linucb_options o;
-    o.alpha = alpha;
-    o.features = feats;
-    f(sel::linucb(o));
-  } else if (name == "ucb1") {
-    f(sel::ucb1());
-  } else if (name == "random") {
-    f(sel::random_search());
-  } else if (name == "fixed") {
-    std::vector<std::uint32_t> order(arms);
-    for (std::size_t i = 0; i < arms; ++i) order[i] = static_cast<std::uint32_t>(i);
-    f(sel::fixed_priority(std::span<const std::uint32_t>(order)));
-  } else if (name == "one-shot") {
-    f(sel::one_shot());
-  } else {
-    throw std::invalid_argument("unknown --policy `" + name + "` (linucb, ucb1, random, fixed, one-shot)");
-  }
-}
-
-std::string status_line(const tfg::torch::campaign_status& s) {
+std::string status_line(const tfg::campaign::status& s) {
   char buf[512];
   const double legal = s.executed ? 100.0 * static_cast<double>(s.legal) / static_cast<double>(s.executed) : 0.0;
   std::snprintf(buf, sizeof buf,
@@ -85,7 +58,7 @@ std::vector<std::string> default_operator_dirs(const std::vector<std::string>& g
 int run_worker_command(const std::string& dir) { return tfg::torch::serve_requests(dir); }
 
 int run_campaign_command(run_args a, const std::string& self_exe) {
-  tfg::torch::campaign_options o;
+  tfg::campaign::options o;
   o.seed_model = a.model;
   o.out_dir = a.out;
   o.inputs_path = a.inputs;
@@ -93,6 +66,7 @@ int run_campaign_command(run_args a, const std::string& self_exe) {
   o.rounds = a.rounds;
   o.seed = a.seed;
   o.policy_name = a.policy + (a.ablation == "all" ? "" : "/" + a.ablation);
+  o.features = or_throw(tfg::select::parse_ablation(a.ablation));
   o.configs = a.configs;
   o.worker_exe = self_exe;
   o.timeout_cap = std::chrono::seconds(a.timeout_s);
@@ -100,52 +74,55 @@ int run_campaign_command(run_args a, const std::string& self_exe) {
   o.rss_limit_bytes = a.rss_limit_mb * (std::int64_t{1} << 20);
   o.resume = a.resume;
   o.force = a.force;
+  tfg::select::policy_options po;
+  po.alpha = a.alpha;
+  po.features = o.features;
+  auto policy = or_throw(tfg::select::make_policy(a.policy, po));
+
   const bool tty = ::isatty(2) && !std::getenv("NO_COLOR");
-  int rc = 0;
-  with_policy(a.policy, a.alpha, parse_ablation(a.ablation), 1000, [&](auto policy) {
-    using P = decltype(policy);
-    tfg::torch::campaign_loop<P> c(o, std::move(policy), parse_ablation(a.ablation));
-    std::signal(SIGINT, &on_signal<P>);
-    std::signal(SIGTERM, &on_signal<P>);
-    std::fprintf(stderr, "flowmut run %s -> %s  (policy %s, seed %llu, %zu rounds%s)\n", a.model.c_str(), a.out.c_str(),
-                 o.policy_name.c_str(), static_cast<unsigned long long>(a.seed), a.rounds, a.resume ? ", resumed" : "");
-    auto last_print = std::chrono::steady_clock::now();
-    std::size_t last_findings = 0;
-    c.run([&](const tfg::torch::campaign_status& s) {
-      if (a.quiet) return;
-      if (s.findings > last_findings) {
-        if (tty) std::fputs("\r\x1b[K", stderr);
-        for (const auto& f : c.database().findings())
-          if (f.first_round >= 0 && static_cast<std::size_t>(f.first_round) + 1 == s.round)
-            std::fprintf(stderr, "NEW FINDING %s  %s  (round %lld, reliability %.2f)\n", f.id.c_str(), f.title.c_str(),
-                         static_cast<long long>(f.first_round), f.reliability);
-        last_findings = s.findings;
-      }
-      const auto now = std::chrono::steady_clock::now();
-      if (tty) {
-        std::fprintf(stderr, "\r\x1b[K%s", status_line(s).substr(0, 200).c_str());
-      } else if (s.round % 10 == 0 || s.round == s.rounds || now - last_print > std::chrono::seconds(30)) {
-        std::fprintf(stderr, "%s\n", status_line(s).c_str());
-        last_print = now;
-      }
-    });
-    if (tty && !a.quiet) std::fputs("\n", stderr);
-    auto& db = c.database();
-    std::printf("verdicts:");
-    for (const auto& [k, v] : db.verdict_counts()) std::printf(" %s %lld;", k.c_str(), static_cast<long long>(v));
-    std::printf("\nfindings: %zu distinct\n", db.findings().size());
-    for (const auto& f : db.findings())
-      std::printf("  %s  %-12s x%-3lld rel %.2f  %s\n", f.id.c_str(), f.kind.c_str(), static_cast<long long>(f.instances),
-                  f.reliability, f.title.c_str());
-    if (g_interrupted) {
-      std::printf("interrupted after round %zu; continue with --resume\n", c.status().round);
-      rc = 130;
+  tfg::torch::backend backend;
+  campaign_type c(backend, o, std::move(policy));
+  std::signal(SIGINT, &on_signal);
+  std::signal(SIGTERM, &on_signal);
+  std::fprintf(stderr, "flowmut run %s -> %s  (policy %s, seed %llu, %zu rounds%s)\n", a.model.c_str(), a.out.c_str(),
+               o.policy_name.c_str(), static_cast<unsigned long long>(a.seed), a.rounds, a.resume ? ", resumed" : "");
+  auto last_print = std::chrono::steady_clock::now();
+  std::size_t last_findings = 0;
+  c.run([&](const tfg::campaign::status& s) {
+    if (a.quiet) return;
+    if (s.findings > last_findings) {
+      if (tty) std::fputs("\r\x1b[K", stderr);
+      for (const auto& f : c.database().findings())
+        if (f.first_round >= 0 && static_cast<std::size_t>(f.first_round) + 1 == s.round)
+          std::fprintf(stderr, "NEW FINDING %s  %s  (round %lld, reliability %.2f)\n", f.id.c_str(), f.title.c_str(),
+                       static_cast<long long>(f.first_round), f.reliability);
+      last_findings = s.findings;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (tty) {
+      std::fprintf(stderr, "\r\x1b[K%s", status_line(s).substr(0, 200).c_str());
+    } else if (s.round % 10 == 0 || s.round == s.rounds || now - last_print > std::chrono::seconds(30)) {
+      std::fprintf(stderr, "%s\n", status_line(s).c_str());
+      last_print = now;
     }
   });
-  return rc;
+  if (tty && !a.quiet) std::fputs("\n", stderr);
+  auto& db = c.database();
+  std::printf("verdicts:");
+  for (const auto& [k, v] : db.verdict_counts()) std::printf(" %s %lld;", k.c_str(), static_cast<long long>(v));
+  std::printf("\nfindings: %zu distinct\n", db.findings().size());
+  for (const auto& f : db.findings())
+    std::printf("  %s  %-12s x%-3lld rel %.2f  %s\n", f.id.c_str(), f.kind.c_str(), static_cast<long long>(f.instances),
+                f.reliability, f.title.c_str());
+  if (g_interrupted) {
+    std::printf("interrupted after round %zu; continue with --resume\n", c.progress().round);
+    return 130;
+  }
+  return 0;
 }
 
 int run_repro_command(const std::string& dir, const std::string& self_exe, int timeout_s, std::int64_t rss_limit_mb) {
+  namespace tc = tfg::campaign;
   const fs::path d(dir);
   std::ifstream in(d / "meta.json");
   const auto meta = nlohmann::json::parse(in, nullptr, false);
@@ -162,44 +139,49 @@ int run_repro_command(const std::string& dir, const std::string& self_exe, int t
   }
   const auto work = fs::temp_directory_path() / ("flowmut-repro-" + std::to_string(::getpid()));
   fs::create_directories(work);
-  tfg::campaign::spawn_options so;
+  tc::spawn_options so;
   so.argv = {self_exe, "worker", "--dir", work.string()};
   so.env_extra = {"GLOG_minloglevel=2"};
   so.log_path = work / "log";
   so.rss_limit_bytes = rss_limit_mb << 20;
-  auto w = tfg::campaign::worker::spawn(std::move(so));
+  auto w = tc::worker::spawn(std::move(so));
   if (!w) {
     std::cerr << "flowmut repro: cannot start a worker: " << w.error() << "\n";
     return 2;
   }
-  nlohmann::json req = {{"id", 0},
-                        {"model", fs::absolute(d / "mutant.pt").string()},
-                        {"inputs", fs::absolute(d / "inputs.pt").string()},
-                        {"configs", meta.value("configs", tfg::torch::default_campaign_configs())}};
-  auto ex = w->exchange(req.dump(), std::chrono::seconds(timeout_s));
-  bool reproduced = false;
-  std::printf("outcome: %s", std::string(tfg::campaign::to_string(ex.kind)).c_str());
-  if (ex.kind == tfg::campaign::outcome::signaled) {
-    std::printf(" (%s)", tfg::campaign::signal_name(ex.signal).c_str());
-    if (auto rep = tfg::campaign::parse_crash_report(ex.log))
-      for (const auto& f : tfg::campaign::meaningful_frames(rep->frames, 5)) std::printf("\n  at %s", f.c_str());
-    reproduced = (kind == "crash" || kind == "abort");
-  } else if (ex.kind == tfg::campaign::outcome::timeout) {
-    reproduced = kind == "hang";
-  } else if (ex.kind == tfg::campaign::outcome::out_of_memory) {
-    reproduced = kind == "out_of_memory";
-  } else if (ex.kind == tfg::campaign::outcome::reply) {
-    const auto reply = nlohmann::json::parse(ex.reply, nullptr, false);
-    const std::string key = meta.value("key", "");
-    for (const auto& v : reply.value("verdicts", nlohmann::json::array())) {
-      std::printf("\n  %s: %s vs %s: %s", v.value("kind", "").c_str(), v.value("a", "").c_str(), v.value("b", "").c_str(),
-                  v.value("message", "").substr(0, 160).c_str());
-      if (key.find("|" + v.value("a", "") + "|" + v.value("b", "") + "|") != std::string::npos) reproduced = true;
-    }
-    if (kind == "performance")
-      for (const auto& r : reply.value("results", nlohmann::json::array()))
-        std::printf("\n  %-20s %8.1f ms", r.value("config", "").c_str(), r.value("wall_ms", 0.0));
+  tc::worker_request req;
+  req.id = 0;
+  req.model = fs::absolute(d / "mutant.pt").string();
+  req.inputs = fs::absolute(d / "inputs.pt").string();
+  req.configs = meta.value("configs", tfg::torch::default_campaign_configs());
+  auto ex = w->exchange(tc::to_line(req), std::chrono::seconds(timeout_s));
+  std::string running;
+  if (ex.kind != tc::outcome::reply) {
+    std::ifstream cur(work / "current.json");
+    const auto j = nlohmann::json::parse(cur, nullptr, false);
+    running = j.is_discarded() ? "?" : j.value("config", "?");
   }
+  const auto o = tc::make_outcome(std::move(ex), running);
+
+  // The finding as it was recorded, and how this run is attributed (the same way).
+  const auto found = tfg::oracle::parse_finding_kind(kind);
+  tc::attribution at{meta.value("culprit_op", ""), meta.value("dtype", "f32"), meta.value("device", "cpu")};
+  tc::performance_rule perf;
+  perf.seed_times = meta.value("seed_times", std::map<std::string, double>{});
+  for (const auto& c : tfg::torch::backend().configs()) perf.reference[c.name] = c.reference;
+  bool reproduced = false;
+  std::printf("outcome: %s", std::string(tc::to_string(o.exchange.kind)).c_str());
+  if (o.exchange.kind == tc::outcome::signaled) {
+    std::printf(" (%s)", tc::signal_name(o.exchange.signal).c_str());
+    if (auto rep = tc::parse_crash_report(o.exchange.log))
+      for (const auto& f : tc::meaningful_frames(rep->frames, 5)) std::printf("\n  at %s", f.c_str());
+  }
+  for (const auto& f : tc::findings_of(o, at, &perf)) {
+    std::printf("\n  %s: %s", f.signature.title().c_str(), f.message.substr(0, 160).c_str());
+    if (found && f.signature.key() == meta.value("key", "")) reproduced = true;
+  }
+  if (kind == "performance" && o.reply)
+    for (const auto& r : o.reply->results) std::printf("\n  %-20s %8.1f ms", r.config.c_str(), r.wall_ms);
   std::printf("\nreproduced: %s\n", reproduced ? "yes" : "no");
   w->shutdown();
   std::error_code ec;
@@ -221,9 +203,10 @@ int run_summary_command(const std::string& dir) {
               "site / reason");
   for (const auto& r : rounds) {
     const auto it = r.phase_ms.find("execute");
-    std::printf("%5lld %-9s %-38s %5lld %7.3f %6s %9.1f  %s%s%s\n", static_cast<long long>(r.round), r.verdict.c_str(),
-                r.op.c_str(), static_cast<long long>(r.candidates), r.reward, r.accepted ? "yes" : "", it == r.phase_ms.end() ? 0.0 : it->second,
-                r.site.c_str(), r.reason.empty() ? "" : "  ", r.reason.substr(0, 120).c_str());
+    std::printf("%5lld %-9s %-38s %5lld %7.3f %6s %9.1f  %s%s%s\n", static_cast<long long>(r.round),
+                std::string(to_string(r.verdict)).c_str(), r.op.c_str(), static_cast<long long>(r.candidates), r.reward,
+                r.accepted ? "yes" : "", it == r.phase_ms.end() ? 0.0 : it->second, r.site.c_str(),
+                r.reason.empty() ? "" : "  ", r.reason.substr(0, 120).c_str());
   }
   std::printf("\nverdicts:");
   for (const auto& [k, v] : db.verdict_counts()) std::printf(" %s %lld;", k.c_str(), static_cast<long long>(v));
@@ -268,23 +251,12 @@ int run_compare_command(compare_args a, const std::string& self_exe) {
       if (int rc = run_campaign_command(r, self_exe); rc != 0) return rc;
       auto opened = tfg::campaign::store::open(fs::path(r.out) / "campaign.db");
       if (!opened) return 2;
-      const auto metrics = opened->metrics();
-      if (metrics.empty()) continue;
+      const auto t = opened->summarise();
+      if (t.metrics.empty()) continue;
       auto& row = table[policy];
-      for (const auto& [k, v] : metrics.back().second) row.sum[k] += v;
-      const auto counts = opened->verdict_counts();
-      double executed = 0, legal = 0;
-      for (const auto& [k, v] : counts) {
-        if (k == "legal" || k == "finding" || k == "illegal") executed += static_cast<double>(v);
-        if (k == "legal" || k == "finding") legal += static_cast<double>(v);
-      }
-      row.sum["legal_rate"] += executed > 0 ? legal / executed : 0;
-      // Time spent in the rounds (recorded per phase), so a resumed comparison reports the
-      // campaigns' own cost rather than the time of this invocation.
-      double ms = 0;
-      for (const auto& rr : opened->rounds())
-        for (const auto& [k, v] : rr.phase_ms) ms += v;
-      row.sum["minutes"] += ms / 60000;
+      for (const auto& [k, v] : t.metrics) row.sum[k] += v;
+      row.sum["legal_rate"] += t.legal_rate;
+      row.sum["minutes"] += t.minutes;
       ++row.n;
     }
   }

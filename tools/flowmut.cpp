@@ -1,6 +1,8 @@
 // flowmut: the command-line tool. The only place in the project that parses argv.
 #include <tfg/dsl/parse.hpp>
 #include <tfg/match/pool.hpp>
+#include <tfg/match/pool_info.hpp>
+#include <tfg/torch/ivalue.hpp>
 #include <tfg/torch/ops_check.hpp>
 #include <tfg/torch/torch.hpp>
 #include <tfg/torch/configs.hpp>
@@ -52,36 +54,6 @@ tfg::torch::input_set inputs_for(const tfg::torch::model& m, const std::string& 
   return tfg::torch::random_inputs(m, 3);
 }
 
-double max_abs_diff(const c10::IValue& a, const c10::IValue& b) {
-  if (a.isTensor() && b.isTensor()) {
-    const auto& x = a.toTensor();
-    const auto& y = b.toTensor();
-    if (!x.defined() || !y.defined()) return x.defined() == y.defined() ? 0.0 : INFINITY;
-    if (x.sizes() != y.sizes() || x.scalar_type() != y.scalar_type()) return INFINITY;
-    if (x.numel() == 0) return 0.0;
-    if (x.is_floating_point())
-      return (x.to(c10::kCPU).to(c10::kDouble) - y.to(c10::kCPU).to(c10::kDouble)).abs().nan_to_num(INFINITY).max().item<double>();
-    return at::equal(x.to(c10::kCPU), y.to(c10::kCPU)) ? 0.0 : INFINITY;
-  }
-  if (a.isTuple() && b.isTuple()) {
-    const auto& x = a.toTupleRef().elements();
-    const auto& y = b.toTupleRef().elements();
-    if (x.size() != y.size()) return INFINITY;
-    double d = 0;
-    for (std::size_t i = 0; i < x.size(); ++i) d = std::max(d, max_abs_diff(x[i], y[i]));
-    return d;
-  }
-  if (a.isList() && b.isList()) {
-    auto x = a.toListRef();
-    auto y = b.toListRef();
-    if (x.size() != y.size()) return INFINITY;
-    double d = 0;
-    for (std::size_t i = 0; i < x.size(); ++i) d = std::max(d, max_abs_diff(x[i], y[i]));
-    return d;
-  }
-  return a == b ? 0.0 : INFINITY;
-}
-
 int run_profile(const profile_args& a) {
   at::set_num_threads(a.threads);
   const c10::Device device(a.device);
@@ -118,7 +90,7 @@ int run_profile(const profile_args& a) {
         c10::InferenceMode guard(false);
         ref = module.forward(args);
       }
-      worst = std::max(worst, max_abs_diff(ref, p.outputs[i]));
+      worst = std::max(worst, tfg::torch::ivalue::max_abs_diff(ref, p.outputs[i]));
     }
     std::printf("check    op-by-op outputs vs module.forward: max abs diff %g %s\n", worst,
                 worst == 0 ? "(equal)" : "(DIFFERENT)");
@@ -172,65 +144,26 @@ std::unique_ptr<loaded_pool> load_operators(const std::vector<std::string>& give
   return lp;
 }
 
-std::string_view object_name(tfg::dsl::object_kind k) {
-  constexpr std::string_view n[] = {"tensor", "operator", "relation", "subgraph"};
-  return n[static_cast<int>(k)];
-}
-std::string_view primitive_name(tfg::dsl::primitive_kind k) {
-  constexpr std::string_view n[] = {"update", "insertion", "deletion", "rewiring"};
-  return n[static_cast<int>(k)];
-}
-std::string origin_text(const tfg::match::compiled_operator& op) {
-  if (!op.ast || !op.ast->origin) return "";
-  const auto& o = *op.ast->origin;
-  std::string s = o.from_cg ? "cg " + o.study : "tfg";
-  if (!o.rule_id.empty()) s += " " + o.rule_id;
-  return s;
-}
-std::string params_text(const tfg::match::compiled_operator& op) {
-  std::string s;
-  for (const auto& p : op.params) s += (s.empty() ? "$" : " $") + p.name;
-  return s;
-}
-
 int run_ops_list(const std::vector<std::string>& dirs, bool json) {
   auto lp = load_operators(dirs);
   if (!lp) return 1;
   const auto& ops = lp->pool.operators;
   if (json) {
-    std::cout << "[";
-    for (std::size_t i = 0; i < ops.size(); ++i) {
-      const auto& op = ops[i];
-      std::cout << (i ? ",\n " : "\n ") << "{\"name\":";
-      tfg::detail::write_json_string(std::cout, op.name);
-      std::cout << ",\"object\":\"" << object_name(op.object) << "\",\"primitive\":\"" << primitive_name(op.primitive)
-                << "\",\"origin\":";
-      tfg::detail::write_json_string(std::cout, origin_text(op));
-      std::cout << ",\"preserves_values\":" << (op.preserves_values ? "true" : "false") << ",\"parameters\":[";
-      for (std::size_t k = 0; k < op.params.size(); ++k) {
-        std::cout << (k ? "," : "");
-        tfg::detail::write_json_string(std::cout, op.params[k].name);
-      }
-      std::cout << "],\"file\":";
-      tfg::detail::write_json_string(std::cout, op.file);
-      std::cout << "}";
-    }
-    std::cout << "\n]\n";
+    tfg::match::write_json(std::cout, ops);
     return 0;
   }
-  std::map<std::pair<int, int>, int> cells;
+  namespace tm = tfg::match;
   std::printf("%-40s %-9s %-10s %-22s %-9s %s\n", "operator", "object", "primitive", "origin", "preserves", "parameters");
-  for (const auto& op : ops) {
-    std::printf("%-40s %-9s %-10s %-22s %-9s %s\n", op.name.c_str(), std::string(object_name(op.object)).c_str(),
-                std::string(primitive_name(op.primitive)).c_str(), origin_text(op).c_str(),
-                op.preserves_values ? "values" : "", params_text(op).c_str());
-    ++cells[{static_cast<int>(op.object), static_cast<int>(op.primitive)}];
-  }
+  for (const auto& op : ops)
+    std::printf("%-40s %-9s %-10s %-22s %-9s %s\n", op.name.c_str(), std::string(tm::name(op.object)).c_str(),
+                std::string(tm::name(op.primitive)).c_str(), tm::origin_text(op).c_str(),
+                op.preserves_values ? "values" : "", tm::params_text(op).c_str());
+  const auto cells = tm::cell_counts(ops);
   std::printf("\n%zu operators from %zu files; by object x primitive:\n%-10s %8s %10s %9s %9s\n", ops.size(),
               lp->pool.files, "", "update", "insertion", "deletion", "rewiring");
   for (int o = 0; o < 4; ++o) {
-    std::printf("%-10s", std::string(object_name(static_cast<tfg::dsl::object_kind>(o))).c_str());
-    for (int p = 0; p < 4; ++p) std::printf(" %9d", cells[{o, p}]);
+    std::printf("%-10s", std::string(tm::name(static_cast<tfg::dsl::object_kind>(o))).c_str());
+    for (int p = 0; p < 4; ++p) std::printf(" %9zu", cells[o][p]);
     std::printf("\n");
   }
   return 0;

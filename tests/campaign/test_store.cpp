@@ -49,7 +49,7 @@ round_record sample_round(std::int64_t r) {
   x.arm = 3;
   x.context = {0.1, 0.2, 0.3, 0.4, 0.5 + static_cast<double>(r)};
   x.reward = 0.75;
-  x.verdict = r % 2 == 0 ? "legal" : "illegal";
+  x.verdict = r % 2 == 0 ? tfg::campaign::round_verdict::legal : tfg::campaign::round_verdict::illegal;
   x.reason = r % 2 == 0 ? "" : "precondition broadcast";
   x.accepted = r % 2 == 0;
   x.new_labels = 2;
@@ -150,12 +150,12 @@ TEST_CASE("store: redoing a round replaces it, metrics of a round are replaced")
   store s = open_or_fail(d / "c.sqlite");
   s.put_round(sample_round(5));
   round_record again = sample_round(5);
-  again.verdict = "finding";
+  again.verdict = tfg::campaign::round_verdict::finding;
   again.reason = "0123456789abcdef";
   s.put_round(again);
   const auto rs = s.rounds();
   REQUIRE(rs.size() == 1);
-  CHECK(rs[0].verdict == "finding");
+  CHECK(rs[0].verdict == tfg::campaign::round_verdict::finding);
   CHECK(s.next_round() == 6);
   s.put_metrics(5, {{"a", 1}, {"b", 2}});
   s.put_metrics(5, {{"a", 3}});

@@ -36,11 +36,11 @@ TEST_CASE("write_json: structure, callable members, escaping") {
       os, s.g,
       [&](std::ostream& o, node_id n) {
         o << "\"op\":";
-        tfg::detail::write_json_string(o, s.g.data(n));
+        tfg::json::write_string(o, s.g.data(n));
       },
       [&](std::ostream& o, edge_id e) {
         o << "\"name\":";
-        tfg::detail::write_json_string(o, s.g.data(e));
+        tfg::json::write_string(o, s.g.data(e));
       });
   CHECK(os.str() ==
         "{\"nodes\":[\n"
@@ -131,13 +131,13 @@ TEST_CASE("writers need only tensor_graph: a non-flow_graph model writes the sam
 }
 
 TEST_CASE("json_quote escapes quotes, backslashes and control characters") {
-  using tfg::detail::json_quote;
-  CHECK(json_quote("plain") == "\"plain\"");
-  CHECK(json_quote("a\"b\\c") == "\"a\\\"b\\\\c\"");
-  CHECK(json_quote("\n\t\r\b\f") == "\"\\n\\t\\r\\b\\f\"");
-  CHECK(json_quote(std::string("\x01\x1f", 2)) == "\"\\u0001\\u001f\"");
-  CHECK(json_quote(std::string("nul\0!", 5)) == "\"nul\\u0000!\"");
-  CHECK(json_quote("caf\xc3\xa9") == "\"caf\xc3\xa9\"");  // UTF-8 passes through
+  using tfg::json::quote;
+  CHECK(quote("plain") == "\"plain\"");
+  CHECK(quote("a\"b\\c") == "\"a\\\"b\\\\c\"");
+  CHECK(quote("\n\t\r\b\f") == "\"\\n\\t\\r\\b\\f\"");
+  CHECK(quote(std::string("\x01\x1f", 2)) == "\"\\u0001\\u001f\"");
+  CHECK(quote(std::string("nul\0!", 5)) == "\"nul\\u0000!\"");
+  CHECK(quote("caf\xc3\xa9") == "\"caf\xc3\xa9\"");  // UTF-8 passes through
 }
 
 }  // namespace

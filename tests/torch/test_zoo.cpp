@@ -1,6 +1,7 @@
 // Conformance of every seed of the generated zoo (TFG_ZOO_DIR, built by examples/seeds/make_zoo.py):
 // it imports, runs op by op with outputs equal to module.forward (max abs diff 0), profiles,
 // and exports to a .pt that reloads and gives the same outputs.
+#include <tfg/torch/ivalue.hpp>
 #include <tfg/torch/torch.hpp>
 
 #include <doctest/doctest.h>
@@ -18,26 +19,7 @@ namespace graph = tfg::graph;
 namespace state = tfg::state;
 namespace tt = tfg::torch;
 
-double max_diff(const c10::IValue& a, const c10::IValue& b) {
-  if (a.isTensor() && b.isTensor()) {
-    const auto& x = a.toTensor();
-    const auto& y = b.toTensor();
-    if (x.sizes() != y.sizes() || x.scalar_type() != y.scalar_type()) return INFINITY;
-    if (x.numel() == 0) return 0;
-    if (!x.is_floating_point()) return at::equal(x, y) ? 0 : INFINITY;
-    if (at::equal(x, y)) return 0;  // also covers equal NaN/Inf positions... for bit-equal tensors
-    return (x.to(c10::kDouble) - y.to(c10::kDouble)).abs().nan_to_num(INFINITY).max().item<double>();
-  }
-  if (a.isTuple() && b.isTuple()) {
-    const auto& x = a.toTupleRef().elements();
-    const auto& y = b.toTupleRef().elements();
-    if (x.size() != y.size()) return INFINITY;
-    double d = 0;
-    for (std::size_t i = 0; i < x.size(); ++i) d = std::max(d, max_diff(x[i], y[i]));
-    return d;
-  }
-  return a == b ? 0 : INFINITY;
-}
+double max_diff(const c10::IValue& a, const c10::IValue& b) { return tt::ivalue::max_abs_diff(a, b); }
 
 std::vector<fs::path> zoo_seeds(const fs::path& dir) {
   std::vector<fs::path> out;

@@ -43,6 +43,28 @@ class trace_novelty {
   /// The reward of `trace` against the history; then its labels and transitions join it.
   novelty observe(std::span<const std::string> trace) { return evaluate(trace, this); }
 
+  /// The reward of a trace given as its distinct labels and distinct transitions (what a
+  /// worker returns) rather than as a sequence; then they join the history. Same formula as
+  /// observe(): each transition counts as a two-label trace.
+  novelty observe_sets(std::span<const std::string> labels,
+                       std::span<const std::pair<std::string, std::string>> transitions) {
+    novelty n;
+    n.labels = labels.size();
+    n.transitions = transitions.size();
+    if (labels.empty()) return n;
+    for (const auto& l : labels)
+      if (find(l) == unknown) ++n.new_labels;
+    for (const auto& [a, b] : transitions) {
+      const auto ia = find(a), ib = find(b);
+      if (ia == unknown || ib == unknown || !transitions_.contains(pack(ia, ib))) ++n.new_transitions;
+    }
+    for (const auto& l : labels) (void)intern(l);
+    for (const auto& [a, b] : transitions) transitions_.insert(pack(intern(a), intern(b)));
+    const double e = static_cast<double>(n.new_labels) / static_cast<double>(n.labels);
+    n.reward = n.transitions ? 0.5 * (e + static_cast<double>(n.new_transitions) / static_cast<double>(n.transitions)) : e;
+    return n;
+  }
+
   [[nodiscard]] std::size_t known_labels() const noexcept { return labels_.size(); }
   [[nodiscard]] std::size_t known_transitions() const noexcept { return transitions_.size(); }
 

@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "tfg/campaign/round.hpp"
 #include "tfg/oracle/finding.hpp"
 #include "tfg/util/expected.hpp"
 
@@ -49,8 +50,7 @@ struct round_record {
   std::int64_t arm = -1;
   std::array<double, 5> context{};  ///< L T M P I
   double reward = 0;
-  std::string
-      verdict;  ///< "legal", "illegal", "finding", "rejected", "no_candidate", "worker_failure"
+  round_verdict verdict = round_verdict::legal;
   std::string reason;  ///< why illegal / rejected, or the finding id(s)
   bool accepted = false;
   std::int64_t new_labels = 0, new_transitions = 0;
@@ -146,7 +146,7 @@ class store {
     st.bind(1, r.round).bind(2, r.policy).bind(3, r.candidates).bind(4, r.op).bind(5, r.site);
     st.bind(6, r.arm);
     for (int i = 0; i < 5; ++i) st.bind(7 + i, r.context[static_cast<std::size_t>(i)]);
-    st.bind(12, r.reward).bind(13, r.verdict).bind(14, r.reason);
+    st.bind(12, r.reward).bind(13, to_string(r.verdict)).bind(14, r.reason);
     st.bind(15, static_cast<std::int64_t>(r.accepted ? 1 : 0));
     st.bind(16, r.new_labels).bind(17, r.new_transitions).bind(18, r.model_hash);
     st.bind(19, phases.dump()).bind(20, r.extra_json);
@@ -171,7 +171,10 @@ class store {
       r.arm = st.i64(5);
       for (int i = 0; i < 5; ++i) r.context[static_cast<std::size_t>(i)] = st.f64(6 + i);
       r.reward = st.f64(11);
-      r.verdict = st.text(12);
+      const std::string verdict = st.text(12);
+      const auto v = parse_round_verdict(verdict);
+      if (!v) throw store_error("rounds: unknown verdict `" + verdict + "` in round " + std::to_string(r.round));
+      r.verdict = *v;
       r.reason = st.text(13);
       r.accepted = st.i64(14) != 0;
       r.new_labels = st.i64(15);
@@ -296,6 +299,33 @@ class store {
       out.back().second[st.text(1)] = st.f64(2);
     }
     return out;
+  }
+
+  /// What a campaign's record amounts to at its last round, for comparisons of campaigns
+  /// (`flowmut compare`): the last metric checkpoint, the legal rate over executed rounds, the
+  /// time its rounds recorded (so a resumed campaign reports its own cost, not the wall time
+  /// of the invocation that printed it) and its distinct findings.
+  struct totals {
+    std::map<std::string, double> metrics;  ///< the last checkpoint; empty when none
+    std::int64_t rounds = 0, executed = 0, legal = 0;
+    double legal_rate = 0;  ///< legal (or finding) / executed
+    double minutes = 0;     ///< sum of the recorded phase times
+    std::size_t findings = 0;
+  };
+
+  [[nodiscard]] totals summarise() const {
+    totals t;
+    const auto m = metrics();
+    if (!m.empty()) t.metrics = m.back().second;
+    for (const auto& r : rounds()) {
+      ++t.rounds;
+      if (is_executed(r.verdict)) ++t.executed;
+      if (r.verdict == round_verdict::legal || r.verdict == round_verdict::finding) ++t.legal;
+      for (const auto& [k, v] : r.phase_ms) t.minutes += v / 60000;
+    }
+    t.legal_rate = t.executed > 0 ? static_cast<double>(t.legal) / static_cast<double>(t.executed) : 0;
+    t.findings = findings().size();
+    return t;
   }
 
   /// Number of rounds per verdict string (for the summary).

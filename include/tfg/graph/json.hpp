@@ -49,7 +49,7 @@ namespace tfg::graph {
 /// Writes `g` as JSON (layout in the file comment). `node_json(os, node_id)` and
 /// `edge_json(os, edge_id)` append the members of that object after the structural ones:
 /// zero or more `"key":value` pairs separated by commas, no braces, no leading comma; they
-/// must write valid JSON (tfg::detail::write_json_string quotes strings). Live nodes and edges
+/// must write valid JSON (tfg::json::write_string quotes strings). Live nodes and edges
 /// in id order. O(V + E + uses + outputs) plus the callables.
 template <tensor_graph G, class NodeJson, class EdgeJson>
   requires std::invocable<NodeJson&, std::ostream&, node_id> &&

@@ -35,9 +35,9 @@ using graph::edge_id;
 using graph::node_id;
 
 /// A constant argument value. `std::monostate` is TorchScript's None. Dtypes, layouts,
-/// memory formats and devices are passed as TorchScript passes them (ScalarType / Layout /
-/// MemoryFormat codes as ints, devices as strings such as "cpu", "cuda:0"); op names and the
-/// DSL's dtype words (sampled parameters) are strings.
+/// memory formats and devices are the DSL's words (dsl/spec.md: "f32", "strided",
+/// "channels_last_format", "cpu", "cuda:0"): the adapter normalises whatever codes its backend
+/// uses, so nothing in the core knows them. Op names are strings too.
 using attr_value = std::variant<std::monostate, bool, std::int64_t, double, std::string,
                                 std::vector<std::int64_t>, std::vector<double>>;
 

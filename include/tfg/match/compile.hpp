@@ -201,38 +201,6 @@ struct compile_result {
 
 namespace detail {
 
-inline std::optional<state::dtype> dtype_of_word(std::string_view w) {
-  using state::dtype;
-  constexpr std::pair<std::string_view, dtype> t[] = {{"f32", dtype::f32}, {"f64", dtype::f64}, {"f16", dtype::f16},
-                                                      {"bf16", dtype::bf16}, {"i64", dtype::i64}, {"i32", dtype::i32},
-                                                      {"i16", dtype::i16}, {"i8", dtype::i8}, {"u8", dtype::u8},
-                                                      {"bool", dtype::boolean}};
-  for (auto const& [n, d] : t)
-    if (n == w) return d;
-  return std::nullopt;
-}
-
-/// c10::ScalarType code of a dtype (how TorchScript passes dtypes as constants), or -1.
-constexpr std::int64_t scalar_type_code(state::dtype d) {
-  using state::dtype;
-  switch (d) {
-    case dtype::u8: return 0;
-    case dtype::i8: return 1;
-    case dtype::i16: return 2;
-    case dtype::i32: return 3;
-    case dtype::i64: return 4;
-    case dtype::f16: return 5;
-    case dtype::f32: return 6;
-    case dtype::f64: return 7;
-    case dtype::c64: return 9;
-    case dtype::c128: return 10;
-    case dtype::boolean: return 11;
-    case dtype::bf16: return 15;
-    case dtype::other: return -1;
-  }
-  return -1;
-}
-
 /// A literal word as a run-time value (true, none, f32, cuda, strided, channels_last_format).
 inline val word_value(std::string_view w) {
   if (w == "true") return val::boolean(true);
@@ -242,7 +210,7 @@ inline val word_value(std::string_view w) {
     v.k = vk::none;
     return v;
   }
-  if (auto const d = dtype_of_word(w)) return val::code(vk::dtype, static_cast<std::int64_t>(*d));
+  if (auto const d = state::parse_dtype(w)) return val::code(vk::dtype, static_cast<std::int64_t>(*d));
   if (w == "cpu") return val::code(vk::device, static_cast<std::int64_t>(state::device_kind::cpu));
   if (w == "cuda") return val::code(vk::device, static_cast<std::int64_t>(state::device_kind::cuda));
   if (w == "strided") return val::code(vk::layout, static_cast<std::int64_t>(state::layout::strided));
@@ -819,7 +787,7 @@ class compiler {
         if (is_anchor_call(l, "dtype", anchor)) {
           std::uint32_t m = 0;
           auto add = [&](dsl::expr const& v) {
-            auto const d = v.kind == dsl::expr_kind::name ? dtype_of_word(v.text) : std::nullopt;
+            auto const d = v.kind == dsl::expr_kind::name ? state::parse_dtype(v.text) : std::nullopt;
             if (d) m |= 1u << static_cast<int>(*d);
             else m = ~0u;
           };

@@ -16,6 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include "tfg/oracle/verdict.hpp"
+
 #ifndef XXH_INLINE_ALL
 #define XXH_INLINE_ALL
 #endif
@@ -68,6 +70,18 @@ inline constexpr finding_kind all_finding_kinds[] = {
   for (finding_kind k : all_finding_kinds)
     if (to_string(k) == s) return k;
   return std::nullopt;
+}
+
+/// The finding kind of a differential verdict (numeric, NaN/Inf, state, an error in one
+/// configuration); nullopt for verdicts that are not findings.
+[[nodiscard]] constexpr std::optional<finding_kind> finding_kind_of(verdict_kind v) noexcept {
+  switch (v) {
+    case verdict_kind::numeric_mismatch: return finding_kind::numeric;
+    case verdict_kind::nan_inf_mismatch: return finding_kind::nan_inf;
+    case verdict_kind::state_mismatch: return finding_kind::state;
+    case verdict_kind::error_in_one: return finding_kind::exception;
+    default: return std::nullopt;
+  }
 }
 
 namespace finding_detail {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -88,6 +89,15 @@ enum class verdict_kind : std::uint8_t {
     case verdict_kind::error_in_both: return "error_in_both";
   }
   return "?";
+}
+
+/// Inverse of to_string; nullopt for any other text.
+[[nodiscard]] constexpr std::optional<verdict_kind> parse_verdict_kind(std::string_view s) noexcept {
+  for (auto k : {verdict_kind::equal, verdict_kind::within_tolerance, verdict_kind::numeric_mismatch,
+                 verdict_kind::nan_inf_mismatch, verdict_kind::state_mismatch, verdict_kind::error_in_one,
+                 verdict_kind::error_in_both})
+    if (to_string(k) == s) return k;
+  return std::nullopt;
 }
 
 /// True for the verdicts that are findings (a disagreement between equivalent configurations).

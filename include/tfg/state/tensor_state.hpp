@@ -30,6 +30,15 @@ enum class value_kind : std::uint8_t { tensor, tensor_list, integer, floating, b
                                         "u8",  "i16",  "i32", "i64", "bool", "other"};
   return names[static_cast<int>(d)];
 }
+/// Inverse of name(dtype) for the DSL's dtype words (f16 bf16 f32 f64 i8 u8 i16 i32 i64 bool;
+/// dsl/spec.md); nullopt for any other text.
+[[nodiscard]] constexpr std::optional<dtype> parse_dtype(std::string_view w) noexcept {
+  constexpr dtype words[] = {dtype::f32, dtype::f64, dtype::f16, dtype::bf16, dtype::i64,
+                             dtype::i32, dtype::i16, dtype::i8,  dtype::u8,   dtype::boolean};
+  for (dtype d : words)
+    if (name(d) == w) return d;
+  return std::nullopt;
+}
 [[nodiscard]] constexpr std::string_view name(device_kind d) noexcept {
   constexpr std::string_view names[] = {"cpu", "cuda", "other"};
   return names[static_cast<int>(d)];

@@ -101,6 +101,10 @@ class expected {
     TFG_ASSERT(has_value(), "expected::operator* on an error");
     return *std::get_if<0>(&state_);
   }
+  constexpr T&& operator*() && noexcept {
+    TFG_ASSERT(has_value(), "expected::operator* on an error");
+    return std::move(*std::get_if<0>(&state_));
+  }
   constexpr const T* operator->() const noexcept { return &**this; }
   constexpr T* operator->() noexcept { return &**this; }
 

@@ -6,12 +6,12 @@
 #include <string>
 #include <string_view>
 
-namespace tfg::detail {
+namespace tfg::json {
 
 /// `text` as a JSON string literal, quotes included. Escapes `"`, `\` and all control
 /// characters below 0x20 (short forms where JSON has them, \u00XX otherwise); other bytes,
 /// UTF-8 sequences included, pass through unchanged. O(|text|).
-inline std::string json_quote(std::string_view text) {
+inline std::string quote(std::string_view text) {
   std::string out;
   out.reserve(text.size() + 2);
   static constexpr char hex[] = "0123456789abcdef";
@@ -36,7 +36,7 @@ inline std::string json_quote(std::string_view text) {
   return out;
 }
 
-/// Writes json_quote(text) to `os`.
-inline void write_json_string(std::ostream& os, std::string_view text) { os << json_quote(text); }
+/// Writes quote(text) to `os`.
+inline void write_string(std::ostream& os, std::string_view text) { os << quote(text); }
 
-}  // namespace tfg::detail
+}  // namespace tfg::json

@@ -70,7 +70,7 @@ namespace tfg::torch {
       const auto p = m.graph.producer(t.edge);
       edges.emplace_back(path, p != graph::no_node && is_tie_dependent_op(m.graph.data(p).name()));
     } else if (t.how == output_tree::form::list || t.how == output_tree::form::tuple) {
-      for (std::size_t i = 0; i < t.items.size(); ++i) walk(t.items[i], config_detail::child_path(path, i));
+      for (std::size_t i = 0; i < t.items.size(); ++i) walk(t.items[i], ivalue::child_path(path, i));
     }
   };
   walk(m.output, "");
@@ -292,7 +292,7 @@ inline void compare_leaf(oracle::verdict& v, const c10::IValue& va, const c10::I
           compare_detail::compare_leaf(v, la[j].value, lb[j].value, r, a.widened, b.widened, ties[j], opt);
         } catch (const std::exception& e) {
           v.kind = verdict_kind::state_mismatch;
-          v.message = "cannot compare: " + config_detail::clean_error(e.what());
+          v.message = "cannot compare: " + clean_error(e.what());
         }
       }
       out.push_back(std::move(v));

@@ -26,7 +26,9 @@
 #include <tfg/torch/export.hpp>
 #include <tfg/torch/import.hpp>
 #include <tfg/torch/inputs.hpp>
+#include <tfg/torch/ivalue.hpp>
 #include <tfg/torch/model.hpp>
+#include <tfg/util/clock.hpp>
 
 #include <ATen/core/grad_mode.h>
 #include <torch/csrc/autograd/autograd.h>
@@ -54,16 +56,6 @@ struct config_info {
   std::string reference;  ///< the configuration its results are compared with; empty for a reference
 };
 
-/// One leaf of a returned value, flattened depth-first: tuples and lists are opened, anything
-/// else (tensor, int, float, bool, None, ...) is a leaf. `path` names its position: "" for a
-/// bare value, "1" for element 1 of the returned tuple, "1.0" for element 0 of that, and
-/// "grad.K" for the gradient w.r.t. positional input K (autograd configurations).
-struct output_leaf {
-  std::string path;
-  c10::IValue value;  ///< tensors are detached and on the CPU
-};
-using output_list = std::vector<output_leaf>;
-
 struct run_options {
   std::size_t warmup = 2;     ///< untimed runs on the first input before timing (profiling executor: >= 2)
   int threads = 1;            ///< intra-op threads for every configuration but threads_1_vs_n
@@ -86,61 +78,6 @@ struct run_result {
 };
 
 namespace config_detail {
-
-/// Trims the c10 backtrace ("\nException raised from ...") and trailing blank lines.
-[[nodiscard]] inline std::string clean_error(std::string what) {
-  if (auto p = what.find("Exception raised from"); p != std::string::npos) what.resize(p);
-  while (!what.empty() && (what.back() == '\n' || what.back() == ' ')) what.pop_back();
-  return what.empty() ? std::string("unknown error") : what;
-}
-
-[[nodiscard]] inline std::string child_path(const std::string& path, std::size_t i) {
-  return path.empty() ? std::to_string(i) : path + "." + std::to_string(i);
-}
-
-inline void flatten(const c10::IValue& v, const std::string& path, output_list& out) {
-  if (v.isTuple()) {
-    const auto& elems = v.toTupleRef().elements();
-    for (std::size_t i = 0; i < elems.size(); ++i) flatten(elems[i], child_path(path, i), out);
-  } else if (v.isList()) {
-    const auto list = v.toList();
-    for (std::size_t i = 0; i < list.size(); ++i) flatten(list.get(i), child_path(path, i), out);
-  } else if (v.isTensor()) {
-    auto t = v.toTensor();
-    if (t.defined()) {
-      t = t.detach();
-      if (!t.device().is_cpu()) t = t.to(c10::kCPU);
-    }
-    out.push_back({path, c10::IValue(t)});
-  } else {
-    out.push_back({path, v});
-  }
-}
-
-/// A deep-enough copy of one input: tensors (also inside lists and tuples) are cloned, so that
-/// a model mutating its inputs in place cannot leak into the next configuration.
-[[nodiscard]] inline c10::IValue clone_input(const c10::IValue& v,
-                                             const std::function<at::Tensor(const at::Tensor&)>& tf) {
-  if (v.isTensor()) {
-    const auto& t = v.toTensor();
-    return t.defined() ? c10::IValue(tf ? tf(t) : t.clone()) : v;
-  }
-  if (v.isTensorList()) {
-    auto list = v.toTensorList();
-    c10::List<at::Tensor> copy;
-    for (std::size_t i = 0; i < list.size(); ++i) {
-      at::Tensor t = list.get(i);
-      copy.push_back(tf ? tf(t) : t.clone());
-    }
-    return c10::IValue(copy);
-  }
-  if (v.isTuple()) {
-    std::vector<c10::IValue> elems;
-    for (const auto& e : v.toTupleRef().elements()) elems.push_back(clone_input(e, tf));
-    return c10::ivalue::Tuple::create(std::move(elems));
-  }
-  return v;
-}
 
 [[nodiscard]] inline bool is_float_dtype(c10::ScalarType s) {
   return s == c10::kFloat || s == c10::kHalf || s == c10::kBFloat16 || s == c10::kDouble;
@@ -210,21 +147,16 @@ inline void flatten(const c10::IValue& v, const std::string& path, output_list& 
 }
 
 using forward_fn = std::function<c10::IValue(const std::vector<c10::IValue>&)>;
-using input_transform = std::function<at::Tensor(const at::Tensor&)>;
+using input_transform = ivalue::tensor_transform;
 
-[[nodiscard]] inline double ms_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
+using tfg::ms_since;
 
 [[nodiscard]] inline std::size_t input_count(const input_set& inputs, const run_options& opt) {
   return opt.max_inputs == 0 ? inputs.size() : std::min(inputs.size(), opt.max_inputs);
 }
 
 [[nodiscard]] inline std::vector<c10::IValue> prepared(const std::vector<c10::IValue>& in, const input_transform& tf) {
-  std::vector<c10::IValue> out;
-  out.reserve(in.size());
-  for (const auto& v : in) out.push_back(clone_input(v, tf));
-  return out;
+  return ivalue::deep_clone(in, tf);
 }
 
 /// Runs a forward configuration: `make` builds the callable (timed as preparation), then
@@ -243,11 +175,7 @@ inline void run_forward(run_result& r, const input_set& inputs, const run_option
   const auto t1 = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < n; ++i) results.push_back(fn(args[i]));
   r.wall_ms = ms_since(t1);
-  for (const auto& v : results) {
-    output_list leaves;
-    flatten(v, "", leaves);
-    r.outputs.push_back(std::move(leaves));
-  }
+  for (const auto& v : results) r.outputs.push_back(ivalue::flatten(v));
 }
 
 /// Gradients of loss = sum over floating output tensors of `out.sum()` (accumulated in f64)
@@ -271,25 +199,17 @@ inline void run_gradients(run_result& r, const input_set& inputs, const run_opti
         positions.push_back(k);
         args.push_back(c10::IValue(leaf.clone()));
       } else {
-        args.push_back(clone_input(in[k], {}));
+        args.push_back(ivalue::deep_clone(in[k]));
       }
     }
     if (leaves.empty()) throw model_error("no floating input tensor to differentiate with respect to");
     const c10::IValue out = fn(args);
     at::Tensor loss;
-    std::function<void(const c10::IValue&)> add = [&](const c10::IValue& v) {
-      if (v.isTuple()) {
-        for (const auto& e : v.toTupleRef().elements()) add(e);
-      } else if (v.isList()) {
-        const auto list = v.toList();
-        for (std::size_t i = 0; i < list.size(); ++i) add(list.get(i));
-      } else if (v.isTensor() && v.toTensor().defined() && v.toTensor().is_floating_point() &&
-                 v.toTensor().requires_grad()) {
-        auto s = v.toTensor().sum().to(c10::kDouble);
+    for (const auto& t : ivalue::floating_tensors(out))
+      if (t.requires_grad()) {
+        auto s = t.sum().to(c10::kDouble);
         loss = loss.defined() ? loss + s : s;
       }
-    };
-    add(out);
     if (!loss.defined()) throw model_error("no floating output depends on a floating input (nothing to differentiate)");
     auto grads = ::torch::autograd::grad({loss}, leaves, {}, /*retain_graph=*/false, /*create_graph=*/false,
                                          /*allow_unused=*/true);
@@ -364,6 +284,14 @@ inline void run_gradients(run_result& r, const input_set& inputs, const run_opti
   };
 }
 
+/// The configurations a campaign runs by default: every available CPU configuration.
+[[nodiscard]] inline std::vector<std::string> default_campaign_configs() {
+  std::vector<std::string> out;
+  for (const auto& c : list_configs())
+    if (c.available && c.name.rfind("cuda", 0) != 0) out.push_back(c.name);
+  return out;
+}
+
 /// The entry of `list_configs()` named `name`, or nullptr.
 [[nodiscard]] inline std::optional<config_info> find_config(std::string_view name) {
   for (auto& c : list_configs())
@@ -430,7 +358,7 @@ inline void run_gradients(run_result& r, const input_set& inputs, const run_opti
     }
   } catch (const std::exception& e) {
     r.outputs.clear();
-    r.error = config_detail::clean_error(e.what());
+    r.error = clean_error(e.what());
   } catch (...) {
     r.outputs.clear();
     r.error = "unknown exception";

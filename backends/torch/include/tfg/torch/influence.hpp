@@ -76,6 +76,7 @@
 /// the model (rand_like, dropout in training mode) add noise to perturbation estimates.
 #include <tfg/torch/execute.hpp>
 #include <tfg/torch/inputs.hpp>
+#include <tfg/torch/ivalue.hpp>
 #include <tfg/torch/model.hpp>
 
 #include <ATen/core/grad_mode.h>
@@ -124,40 +125,10 @@ namespace influence_detail {
   return t.defined() && t.is_floating_point() && t.numel() > 0;
 }
 
-/// Deep-enough copy of forward arguments: tensors (also in lists and tuples) are cloned, so a
-/// model that modifies an input in place does not modify the caller's inputs.
-[[nodiscard]] inline c10::IValue copy_argument(const c10::IValue& v) {
-  if (v.isTensor()) return v.toTensor().defined() ? c10::IValue(v.toTensor().detach().clone()) : v;
-  if (v.isTuple()) {
-    std::vector<c10::IValue> elems;
-    for (const auto& x : v.toTupleRef().elements()) elems.push_back(copy_argument(x));
-    return c10::ivalue::Tuple::create(std::move(elems));
-  }
-  if (v.isTensorList()) {
-    c10::List<at::Tensor> out;
-    for (const at::Tensor& t : v.toTensorList().vec()) out.push_back(t.defined() ? t.detach().clone() : t);
-    return c10::IValue(out);
-  }
-  return v;
-}
-
+/// A copy of forward arguments whose tensors are detached clones, so a model that modifies
+/// an input in place does not modify the caller's inputs.
 [[nodiscard]] inline std::vector<c10::IValue> copy_arguments(const std::vector<c10::IValue>& in) {
-  std::vector<c10::IValue> out;
-  out.reserve(in.size());
-  for (const auto& v : in) out.push_back(copy_argument(v));
-  return out;
-}
-
-/// Floating tensors of a returned value, depth first.
-inline void float_outputs(const c10::IValue& v, std::vector<at::Tensor>& out) {
-  if (v.isTuple()) {
-    for (const auto& e : v.toTupleRef().elements()) float_outputs(e, out);
-  } else if (v.isList()) {
-    const auto list = v.toList();
-    for (std::size_t i = 0; i < list.size(); ++i) float_outputs(list.get(i), out);
-  } else if (v.isTensor() && v.toTensor().defined() && v.toTensor().is_floating_point()) {
-    out.push_back(v.toTensor());
-  }
+  return ivalue::deep_clone(in, [](const at::Tensor& t) { return t.detach().clone(); });
 }
 
 /// Whether `t` shares storage with a tensor that node `n` read (views, in-place results,
@@ -346,8 +317,7 @@ inline bool gradient_pass(executor& ex, const std::vector<c10::IValue>& args, gr
       grew = true;
     }
   if (grew) return false;
-  std::vector<at::Tensor> outs;
-  float_outputs(out, outs);
+  std::vector<at::Tensor> outs = ivalue::floating_tensors(out);
   at::Tensor loss;
   for (const auto& t : outs) {
     if (!t.requires_grad()) continue;
@@ -493,8 +463,7 @@ class perturber {
 
  private:
   [[nodiscard]] static std::vector<at::Tensor> outputs_f64(const c10::IValue& out) {
-    std::vector<at::Tensor> ts;
-    float_outputs(out, ts);
+    std::vector<at::Tensor> ts = ivalue::floating_tensors(out);
     for (auto& t : ts) t = t.detach().to(at::kDouble, /*non_blocking=*/false, /*copy=*/true);
     return ts;
   }

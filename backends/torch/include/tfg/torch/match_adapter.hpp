@@ -1,9 +1,11 @@
 #pragma once
 /// The LibTorch model as the matcher sees it (`tfg::match::match_adapter`): op kinds interned
-/// into the operators' symbol table, schema arguments as backend-neutral views, and F(e) from
-/// a profile. Built once per profiled model, O(nodes + arguments).
+/// into the operators' symbol table, schema arguments as backend-neutral views (dtype, memory
+/// format and layout codes as the DSL's words), and F(e) from a profile. Built once per
+/// profiled model, O(nodes + arguments).
 #include <tfg/match/adapter.hpp>
 #include <tfg/torch/profile.hpp>
+#include <tfg/torch/schema.hpp>
 
 #include <deque>
 #include <string>
@@ -12,10 +14,16 @@
 namespace tfg::torch {
 
 /// Converts a constant argument; nullopt for values the DSL cannot express (they match `_`).
-[[nodiscard]] inline std::optional<match::attr_value> to_attr(const c10::IValue& v) {
+/// `kind` is the schema argument's real type: ints passed for a ScalarType, MemoryFormat or
+/// Layout become the DSL's words.
+[[nodiscard]] inline std::optional<match::attr_value> to_attr(const c10::IValue& v,
+                                                              c10::TypeKind kind = c10::TypeKind::AnyType) {
   if (v.isNone()) return match::attr_value{std::monostate{}};
   if (v.isBool()) return match::attr_value{v.toBool()};
-  if (v.isInt()) return match::attr_value{static_cast<std::int64_t>(v.toInt())};
+  if (v.isInt()) {
+    if (auto w = word_of_code(kind, v.toInt())) return match::attr_value{std::move(*w)};
+    return match::attr_value{static_cast<std::int64_t>(v.toInt())};
+  }
   if (v.isDouble()) return match::attr_value{v.toDouble()};
   if (v.isString()) return match::attr_value{v.toStringRef()};
   if (v.isDevice()) return match::attr_value{v.toDevice().str()};
@@ -46,7 +54,12 @@ class torch_match_adapter {
       const auto inputs = g.inputs(n);
       auto& out = args_[i];
       out.reserve(d.args.size());
-      for (const auto& a : d.args) out.push_back(view_of(a, inputs));
+      const auto* schema = d.kind.is_prim() ? nullptr : schema_of(g, n);
+      for (std::size_t k = 0; k < d.args.size(); ++k) {
+        const auto kind = schema && k < schema->arguments().size() ? real_kind(schema->arguments()[k])
+                                                                   : c10::TypeKind::AnyType;
+        out.push_back(view_of(d.args[k], inputs, kind));
+      }
     }
   }
 
@@ -60,7 +73,7 @@ class torch_match_adapter {
   }
 
  private:
-  match::arg_view view_of(const argument& a, std::span<const graph::edge_id> inputs) {
+  match::arg_view view_of(const argument& a, std::span<const graph::edge_id> inputs, c10::TypeKind kind) {
     match::arg_view v;
     switch (a.how) {
       case argument::form::edge:
@@ -68,7 +81,7 @@ class torch_match_adapter {
         v.edge = inputs[a.input];
         break;
       case argument::form::constant:
-        if (auto attr = to_attr(a.constant)) {
+        if (auto attr = to_attr(a.constant, kind)) {
           v.how = match::arg_view::form::constant;
           v.value = std::move(*attr);
         }

@@ -27,6 +27,14 @@ class model_error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// A framework error message without the c10 backtrace ("\nException raised from ...") and
+/// trailing blank lines.
+[[nodiscard]] inline std::string clean_error(std::string what) {
+  if (auto p = what.find("Exception raised from"); p != std::string::npos) what.resize(p);
+  while (!what.empty() && (what.back() == '\n' || what.back() == ' ')) what.pop_back();
+  return what.empty() ? std::string("unknown error") : what;
+}
+
 struct list_item {
   bool is_edge = false;
   std::uint32_t input = 0;  ///< index into the node's inputs when is_edge

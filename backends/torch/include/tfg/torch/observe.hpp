@@ -9,6 +9,7 @@
 #include <tfg/metrics/metrics.hpp>
 #include <tfg/torch/model.hpp>
 #include <tfg/torch/profile.hpp>
+#include <tfg/torch/schema.hpp>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/function_schema.h>
@@ -181,43 +182,6 @@ template <class RequirementTable, class SymbolTable>
 }
 
 // ---- observation --------------------------------------------------------------------------------
-
-namespace detail {
-
-/// True when the TorchScript value `a` of node `n` can bind to schema argument `f`.
-[[nodiscard]] inline bool arg_fits(const graph_type& g, graph::node_id n, const argument& a, const c10::Argument& f) {
-  switch (a.how) {
-    case argument::form::edge: {
-      const auto ins = g.inputs(n);
-      if (a.input >= ins.size()) return false;
-      const auto& t = g.data(ins[a.input]).type;
-      return t && t->isSubtypeOf(*f.type());
-    }
-    case argument::form::constant: return a.constant.type()->isSubtypeOf(*f.type());
-    case argument::form::list:
-    case argument::form::tuple: return a.type && a.type->isSubtypeOf(*f.type());
-  }
-  return false;
-}
-
-}  // namespace detail
-
-/// The schema node `n` was called through: the first registered overload of its kind whose
-/// arguments accept the node's arguments (falling back to the first with as many arguments);
-/// nullptr when none has as many (or the kind has no schema, e.g. prim nodes).
-[[nodiscard]] inline const c10::FunctionSchema* schema_of(const graph_type& g, graph::node_id n) {
-  const auto& d = g.data(n);
-  const c10::FunctionSchema* fallback = nullptr;
-  for (const auto& op : ::torch::jit::getAllOperatorsFor(d.kind)) {
-    const auto& s = op->schema();
-    if (s.is_vararg() || s.arguments().size() != d.args.size()) continue;
-    if (!fallback) fallback = &s;
-    bool fits = true;
-    for (std::size_t i = 0; fits && i < d.args.size(); ++i) fits = detail::arg_fits(g, n, d.args[i], s.arguments()[i]);
-    if (fits) return &s;
-  }
-  return fallback;
-}
 
 namespace detail {
 

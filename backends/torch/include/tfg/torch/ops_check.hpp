@@ -7,6 +7,7 @@
 #include <tfg/dsl/ast.hpp>
 #include <tfg/torch/example_graph.hpp>
 #include <tfg/torch/externs.hpp>
+#include <tfg/torch/ivalue.hpp>
 #include <tfg/torch/mutate.hpp>
 
 #include <cmath>
@@ -71,32 +72,6 @@ inline std::optional<double> expect_value(const dsl::expr& e, const model& m) {
     }
     default: return std::nullopt;
   }
-}
-
-/// Largest |a - b| - (atol + rtol |b|) over all tensors of two forward results; <= 0 means
-/// equal within tolerance. NaN in the same places counts as equal.
-inline double excess(const c10::IValue& a, const c10::IValue& b, double atol, double rtol) {
-  if (a.isTensor() && b.isTensor()) {
-    const auto& x = a.toTensor();
-    const auto& y = b.toTensor();
-    if (x.sizes() != y.sizes()) return INFINITY;
-    if (!x.is_floating_point()) return at::equal(x, y) ? 0.0 : INFINITY;
-    auto xd = x.to(c10::kDouble), yd = y.to(c10::kDouble);
-    auto both_nan = xd.isnan().logical_and(yd.isnan());
-    auto same_inf = xd.isinf().logical_and(xd.eq(yd));
-    auto diff = (xd - yd).abs() - (yd.abs() * rtol + atol);
-    diff = diff.masked_fill(both_nan.logical_or(same_inf), -1.0).nan_to_num(INFINITY, INFINITY, -INFINITY);
-    return x.numel() == 0 ? 0.0 : diff.max().item<double>();
-  }
-  if (a.isTuple() && b.isTuple()) {
-    const auto& x = a.toTupleRef().elements();
-    const auto& y = b.toTupleRef().elements();
-    if (x.size() != y.size()) return INFINITY;
-    double worst = -INFINITY;
-    for (std::size_t i = 0; i < x.size(); ++i) worst = std::max(worst, excess(x[i], y[i], atol, rtol));
-    return worst;
-  }
-  return a == b ? 0.0 : INFINITY;
 }
 
 /// Most parameter combinations an example is tried with exhaustively.
@@ -238,7 +213,7 @@ inline int stage_rank(match::reject_stage s) {
         if (op.preserves_values) {
           const double atol = op.atol.value_or(0.0), rtol = op.rtol.value_or(0.0);
           for (std::size_t i = 0; i < inputs.size(); ++i) {
-            const double ex_ = detail::excess(mu.probe.outputs[i], prof.outputs[i], atol, rtol);
+            const double ex_ = ivalue::excess(mu.probe.outputs[i], prof.outputs[i], atol, rtol);
             if (ex_ > 0) {
               char buf[160];
               std::snprintf(buf, sizeof buf, "claims to preserve values but input %zu differs by %.3g beyond atol=%g rtol=%g",

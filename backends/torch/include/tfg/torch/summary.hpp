@@ -162,11 +162,11 @@ inline void write_json(std::ostream& os, const model& m, const profile* p) {
       [&](std::ostream& o, graph::node_id n) {
         const auto& d = m.graph.data(n);
         o << "\"kind\":";
-        tfg::detail::write_json_string(o, d.name());
+        tfg::json::write_string(o, d.name());
         o << ",\"scope\":";
-        tfg::detail::write_json_string(o, d.scope);
+        tfg::json::write_string(o, d.scope);
         o << ",\"where\":";
-        tfg::detail::write_json_string(o, d.where);
+        tfg::json::write_string(o, d.where);
         o << ",\"attributes\":[";
         bool first = true;
         for (std::size_t i = 0; i < d.args.size(); ++i) {
@@ -174,7 +174,7 @@ inline void write_json(std::ostream& os, const model& m, const profile* p) {
           if (!first) o << ',';
           first = false;
           o << "{\"arg\":" << i << ",\"value\":";
-          tfg::detail::write_json_string(o, detail::ivalue_text(d.args[i].constant));
+          tfg::json::write_string(o, detail::ivalue_text(d.args[i].constant));
           o << '}';
         }
         o << ']';
@@ -182,9 +182,9 @@ inline void write_json(std::ostream& os, const model& m, const profile* p) {
       [&](std::ostream& o, graph::edge_id e) {
         const auto& d = m.graph.data(e);
         o << "\"name\":";
-        tfg::detail::write_json_string(o, d.name);
+        tfg::json::write_string(o, d.name);
         o << ",\"type\":";
-        tfg::detail::write_json_string(o, d.type ? d.type->annotation_str() : "");
+        tfg::json::write_string(o, d.type ? d.type->annotation_str() : "");
         o << ",\"kind\":\"" << state::name(d.kind) << '"';
         if (p && graph::index(e) < p->edges.size()) {
           o << ",\"runs\":[";

@@ -5,6 +5,7 @@
 #include <tfg/torch/export.hpp>
 #include <tfg/torch/import.hpp>
 #include <tfg/torch/inputs.hpp>
+#include <tfg/torch/ivalue.hpp>
 #include <tfg/torch/model.hpp>
 #include <tfg/torch/profile.hpp>
 #include <tfg/torch/summary.hpp>

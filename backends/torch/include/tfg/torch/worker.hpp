@@ -6,18 +6,15 @@
 /// of the framework under test kills only the worker; `serve_requests` is the process's loop,
 /// `handle_request` the in-process core (tests call it directly).
 ///
-/// Request (one line): {"id": N, "model": PATH.pt, "inputs": PATH.pt, "configs": [NAME...],
-///   "threads": 1, "labels": true}
-/// Reply (one line): {"id": N, "ok": bool, "error": TEXT (model does not load),
-///   "results": [{"config","ok","error","wall_ms","prepare_ms"}...],
-///   "verdicts": [{"kind","a","b","input","path","max_abs","max_rel","message","tie"}...]
-///     (the worst verdict of every compared pair that is a finding or an error in both),
-///   "labels": [TEXT...], "transitions": [[i, j]...], "ms": total}
+/// Requests and replies are tfg::campaign::worker_request / worker_reply, one JSON line each
+/// (tfg/campaign/protocol.hpp). A reply carries, per compared pair, the worst verdict when it is
+/// a finding or an error in both configurations.
 /// Before each configuration the worker writes `current.json` ({"id","model","config","pid"})
 /// into its folder: a write-ahead record that names the mutant and configuration a crash or
 /// hang belongs to even when the reply never comes.
 #include <tfg/campaign/crash_handler.hpp>
 #include <tfg/campaign/process.hpp>
+#include <tfg/campaign/protocol.hpp>
 #include <tfg/torch/compare.hpp>
 #include <tfg/torch/configs.hpp>
 #include <tfg/torch/import.hpp>
@@ -40,14 +37,6 @@
 
 namespace tfg::torch {
 
-/// The configurations a campaign runs by default: every CPU configuration this build has.
-[[nodiscard]] inline std::vector<std::string> default_campaign_configs() {
-  std::vector<std::string> out;
-  for (const auto& c : list_configs())
-    if (c.available && c.name.rfind("cuda", 0) != 0) out.push_back(c.name);
-  return out;
-}
-
 /// State a worker keeps across requests: loaded input sets by path.
 struct worker_state {
   std::filesystem::path dir;  ///< where current.json goes; empty: none (in-process use)
@@ -66,18 +55,6 @@ inline void write_current(const worker_state& st, const nlohmann::json& rec) {
   }
   std::error_code ec;
   std::filesystem::rename(tmp, st.dir / "current.json", ec);
-}
-
-[[nodiscard]] inline nlohmann::json verdict_json(const oracle::verdict& v) {
-  return {{"kind", std::string(oracle::to_string(v.kind))},
-          {"a", v.config_a},
-          {"b", v.config_b},
-          {"input", v.input_index == oracle::no_index ? -1 : static_cast<std::int64_t>(v.input_index)},
-          {"path", v.output_path},
-          {"max_abs", std::isfinite(v.max_abs) ? v.max_abs : 1e300},
-          {"max_rel", std::isfinite(v.max_rel) ? v.max_rel : 1e300},
-          {"message", v.message},
-          {"tie", v.tie_dependent}};
 }
 
 [[nodiscard]] inline bool is_gradient_config(std::string_view c) { return c.rfind("autograd", 0) == 0; }
@@ -103,55 +80,50 @@ inline void reseed_cpu_generator() {
 
 }  // namespace worker_detail
 
-/// Runs one request (see the file comment). Never throws: failures become fields of the reply.
-[[nodiscard]] inline nlohmann::json handle_request(const nlohmann::json& req, worker_state& st) {
+/// Runs one request (see tfg/campaign/protocol.hpp). Never throws: failures become fields of
+/// the reply.
+[[nodiscard]] inline campaign::worker_reply handle_request(const campaign::worker_request& req, worker_state& st) {
   using nlohmann::json;
   const auto t0 = std::chrono::steady_clock::now();
-  json reply = {{"id", req.value("id", -1)}, {"ok", false}};
-  const std::string model_path = req.value("model", "");
-  const std::string inputs_path = req.value("inputs", "");
+  campaign::worker_reply reply;
+  reply.id = req.id;
   model m;
   const input_set* inputs = nullptr;
-  worker_detail::write_current(st, {{"id", reply["id"]}, {"model", model_path}, {"config", "load"}, {"pid", ::getpid()}});
+  worker_detail::write_current(st, {{"id", req.id}, {"model", req.model}, {"config", "load"}, {"pid", ::getpid()}});
   try {
-    m = torchscript_importer().load(model_path);
-    auto it = st.inputs.find(inputs_path);
-    if (it == st.inputs.end()) it = st.inputs.emplace(inputs_path, load_inputs(inputs_path)).first;
+    m = torchscript_importer().load(req.model);
+    auto it = st.inputs.find(req.inputs);
+    if (it == st.inputs.end()) it = st.inputs.emplace(req.inputs, load_inputs(req.inputs)).first;
     inputs = &it->second;
   } catch (const std::exception& e) {
-    reply["error"] = config_detail::clean_error(e.what());
+    reply.error = clean_error(e.what());
     return reply;
   }
-  std::vector<std::string> configs = req.contains("configs") ? req["configs"].get<std::vector<std::string>>()
-                                                             : default_campaign_configs();
+  const std::vector<std::string> configs = req.configs.empty() ? default_campaign_configs() : req.configs;
   run_options ro;
-  ro.threads = req.value("threads", 1);
-  ro.warmup = req.value("warmup", 2);
-  const bool want_labels = req.value("labels", true);
+  ro.threads = req.threads;
+  ro.warmup = req.warmup;
   std::map<std::string, run_result> results;
   std::map<std::string, std::uint64_t> rng_after;
   std::vector<std::string> sequence;
   event_labels names;
-  json rs = json::array();
   for (const auto& c : configs) {
-    worker_detail::write_current(st, {{"id", reply["id"]}, {"model", model_path}, {"config", c}, {"pid", ::getpid()}});
+    worker_detail::write_current(st, {{"id", req.id}, {"model", req.model}, {"config", c}, {"pid", ::getpid()}});
     event_trace trace;
     run_result r;
     {
       std::optional<event_recorder> rec;
-      if (want_labels) rec.emplace(names, trace);
+      if (req.labels) rec.emplace(names, trace);
       worker_detail::reseed_cpu_generator();
       r = run_config(c, m, *inputs, ro);
       rng_after[c] = worker_detail::cpu_generator_state_hash();
     }
-    if (r.ok() && want_labels) append_labels(trace, names, c, sequence);  // failures add no labels
-    rs.push_back({{"config", c}, {"ok", r.ok()}, {"error", r.error}, {"wall_ms", r.wall_ms}, {"prepare_ms", r.prepare_ms}});
+    if (r.ok() && req.labels) append_labels(trace, names, c, sequence);  // failures add no labels
+    reply.results.push_back({c, r.ok(), r.error, r.wall_ms, r.prepare_ms});
     results.emplace(c, std::move(r));
   }
-  worker_detail::write_current(st, {{"id", reply["id"]}, {"model", model_path}, {"config", "compare"}, {"pid", ::getpid()}});
-  reply["results"] = std::move(rs);
+  worker_detail::write_current(st, {{"id", req.id}, {"model", req.model}, {"config", "compare"}, {"pid", ::getpid()}});
 
-  json verdicts = json::array();
   for (const auto& c : configs) {
     const auto info = find_config(c);
     if (!info || info->reference.empty()) continue;
@@ -168,7 +140,7 @@ inline void reseed_cpu_generator() {
       v.kind = oracle::verdict_kind::state_mismatch;
       v.config_a = a->first;
       v.config_b = c;
-      v.message = "cannot compare: " + config_detail::clean_error(e.what());
+      v.message = "cannot compare: " + clean_error(e.what());
     }
     // RNG consumption is state: equivalent configurations draw the same random numbers. Widened
     // (float64) runs may legitimately sample differently and are not compared.
@@ -179,16 +151,14 @@ inline void reseed_cpu_generator() {
       v.config_b = c;
       v.message = "random number generator consumption differs between " + a->first + " and " + c;
     }
-    if (v.finding() || v.kind == oracle::verdict_kind::error_in_both) verdicts.push_back(worker_detail::verdict_json(v));
+    if (v.finding() || v.kind == oracle::verdict_kind::error_in_both) reply.verdicts.push_back(std::move(v));
   }
-  reply["verdicts"] = std::move(verdicts);
   const auto summary = summarise_labels(sequence);
-  reply["labels"] = summary.labels;
-  json tr = json::array();
-  for (auto [i, j] : summary.transitions) tr.push_back({i, j});
-  reply["transitions"] = std::move(tr);
-  reply["ok"] = true;
-  reply["ms"] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  reply.labels = summary.labels;
+  for (auto [i, j] : summary.transitions)
+    reply.transitions.emplace_back(static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(j));
+  reply.ok = true;
+  reply.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return reply;
 }
 
@@ -206,15 +176,18 @@ inline int serve_requests(const std::filesystem::path& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   while (auto line = ch.next_request()) {
-    nlohmann::json reply;
-    try {
-      const auto req = nlohmann::json::parse(*line);
-      if (req.value("op", "") == "ping") reply = {{"id", req.value("id", -1)}, {"ok", true}, {"pid", ::getpid()}};
-      else reply = handle_request(req, st);
-    } catch (const std::exception& e) {
-      reply = {{"ok", false}, {"error", std::string("bad request: ") + e.what()}};
+    campaign::worker_reply reply;
+    const auto req = campaign::parse_request(*line);
+    if (!req) {
+      reply.error = req.error();
+    } else if (req->op == campaign::request_op::ping) {
+      reply.id = req->id;
+      reply.ok = true;
+      reply.pid = ::getpid();
+    } else {
+      reply = handle_request(*req, st);
     }
-    ch.reply(reply.dump());
+    ch.reply(campaign::to_line(reply));
   }
   return 0;
 }

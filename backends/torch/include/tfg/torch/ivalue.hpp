@@ -1,0 +1,188 @@
+#pragma once
+/// The LibTorch value toolkit: walking, copying and comparing the IValue trees that forward
+/// takes and returns (tensors inside tuples and lists). One implementation for the executor's
+/// configurations, the oracles, the example runner, influence, the tools and the tests.
+///
+///  - `flatten(v)`: the leaves depth first with their paths ("1.0" = element 0 of element 1);
+///  - `deep_clone(v, f)`: tensors (also inside tuples and lists) copied, optionally transformed;
+///  - `floating_tensors(v)`: the defined floating tensors, depth first;
+///  - `all_finite(v)`: no NaN/Inf in any floating tensor;
+///  - `max_abs_diff(a, b)`: the largest |a - b| over all leaves; +inf when the structure,
+///    shapes, dtypes or non-floating values differ; NaN against NaN (and equal infinities) at
+///    the same position count as equal;
+///  - `excess(a, b, atol, rtol)`: the largest |a - b| - (atol + rtol |b|); <= 0 means equal
+///    within tolerance (same NaN/Inf rule).
+#include <ATen/core/ivalue.h>
+#include <ATen/Functions.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace tfg::torch {
+
+/// One leaf of a returned value, flattened depth-first: tuples and lists are opened, anything
+/// else (tensor, int, float, bool, None, ...) is a leaf. `path` names its position: "" for a
+/// bare value, "1" for element 1 of the returned tuple, "1.0" for element 0 of that, and
+/// "grad.K" for the gradient w.r.t. positional input K (autograd configurations).
+struct output_leaf {
+  std::string path;
+  c10::IValue value;  ///< tensors are detached and on the CPU
+};
+using output_list = std::vector<output_leaf>;
+
+namespace ivalue {
+
+[[nodiscard]] inline std::string child_path(const std::string& path, std::size_t i) {
+  return path.empty() ? std::to_string(i) : path + "." + std::to_string(i);
+}
+
+/// Appends the leaves of `v` below `path` to `out` (tensors detached and moved to the CPU).
+inline void flatten_into(const c10::IValue& v, const std::string& path, output_list& out) {
+  if (v.isTuple()) {
+    const auto& elems = v.toTupleRef().elements();
+    for (std::size_t i = 0; i < elems.size(); ++i) flatten_into(elems[i], child_path(path, i), out);
+  } else if (v.isList()) {
+    const auto list = v.toList();
+    for (std::size_t i = 0; i < list.size(); ++i) flatten_into(list.get(i), child_path(path, i), out);
+  } else if (v.isTensor()) {
+    auto t = v.toTensor();
+    if (t.defined()) {
+      t = t.detach();
+      if (!t.device().is_cpu()) t = t.to(c10::kCPU);
+    }
+    out.push_back({path, c10::IValue(t)});
+  } else {
+    out.push_back({path, v});
+  }
+}
+
+[[nodiscard]] inline output_list flatten(const c10::IValue& v) {
+  output_list out;
+  flatten_into(v, "", out);
+  return out;
+}
+
+using tensor_transform = std::function<at::Tensor(const at::Tensor&)>;
+
+/// A copy of `v` whose tensors (also inside lists and tuples) are `f(t)`, or `t.clone()`
+/// without `f`; so that a model mutating its inputs in place cannot leak into the next run.
+[[nodiscard]] inline c10::IValue deep_clone(const c10::IValue& v, const tensor_transform& f = {}) {
+  if (v.isTensor()) {
+    const auto& t = v.toTensor();
+    return t.defined() ? c10::IValue(f ? f(t) : t.clone()) : v;
+  }
+  if (v.isTensorList()) {
+    auto list = v.toTensorList();
+    c10::List<at::Tensor> copy;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      at::Tensor t = list.get(i);
+      copy.push_back(!t.defined() ? t : f ? f(t) : t.clone());
+    }
+    return c10::IValue(copy);
+  }
+  if (v.isTuple()) {
+    std::vector<c10::IValue> elems;
+    for (const auto& e : v.toTupleRef().elements()) elems.push_back(deep_clone(e, f));
+    return c10::ivalue::Tuple::create(std::move(elems));
+  }
+  if (v.isList()) {
+    c10::impl::GenericList copy(v.toList().elementType());
+    for (const auto& e : v.toListRef()) copy.push_back(deep_clone(e, f));
+    return c10::IValue(copy);
+  }
+  return v;
+}
+
+[[nodiscard]] inline std::vector<c10::IValue> deep_clone(const std::vector<c10::IValue>& in, const tensor_transform& f = {}) {
+  std::vector<c10::IValue> out;
+  out.reserve(in.size());
+  for (const auto& v : in) out.push_back(deep_clone(v, f));
+  return out;
+}
+
+/// Calls `f(tensor)` for every defined tensor of `v`, depth first.
+template <class F>
+void for_each_tensor(const c10::IValue& v, F&& f) {
+  if (v.isTensor()) {
+    if (v.toTensor().defined()) f(v.toTensor());
+  } else if (v.isTuple()) {
+    for (const auto& e : v.toTupleRef().elements()) for_each_tensor(e, f);
+  } else if (v.isList()) {
+    for (const auto& e : v.toListRef()) for_each_tensor(e, f);
+  }
+}
+
+[[nodiscard]] inline std::vector<at::Tensor> floating_tensors(const c10::IValue& v) {
+  std::vector<at::Tensor> out;
+  for_each_tensor(v, [&](const at::Tensor& t) {
+    if (t.is_floating_point()) out.push_back(t);
+  });
+  return out;
+}
+
+[[nodiscard]] inline bool all_finite(const c10::IValue& v) {
+  bool ok = true;
+  for_each_tensor(v, [&](const at::Tensor& t) {
+    if (ok && t.is_floating_point() && t.numel() > 0 && !t.isfinite().all().item<bool>()) ok = false;
+  });
+  return ok;
+}
+
+[[nodiscard]] inline bool all_finite(const std::vector<c10::IValue>& vs) {
+  for (const auto& v : vs)
+    if (!all_finite(v)) return false;
+  return true;
+}
+
+/// Largest |a - b| - (atol + rtol |b|) over the tensors of two values (see the file comment).
+/// Floating tensors of different dtypes are compared by value unless `same_dtype`.
+[[nodiscard]] inline double excess(const c10::IValue& a, const c10::IValue& b, double atol, double rtol,
+                                   bool same_dtype = false) {
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  if (a.isTensor() && b.isTensor()) {
+    const auto& x = a.toTensor();
+    const auto& y = b.toTensor();
+    if (!x.defined() || !y.defined()) return x.defined() == y.defined() ? 0.0 : inf;
+    if (x.sizes() != y.sizes() || x.is_floating_point() != y.is_floating_point()) return inf;
+    if ((same_dtype || !x.is_floating_point()) && x.scalar_type() != y.scalar_type()) return inf;
+    if (x.numel() == 0) return 0.0;
+    const auto xc = x.to(c10::kCPU), yc = y.to(c10::kCPU);
+    if (!x.is_floating_point()) return at::equal(xc, yc) ? 0.0 : inf;
+    auto xd = xc.to(c10::kDouble), yd = yc.to(c10::kDouble);
+    auto both_nan = xd.isnan().logical_and(yd.isnan());
+    auto same_inf = xd.isinf().logical_and(xd.eq(yd));
+    auto diff = (xd - yd).abs() - (yd.abs() * rtol + atol);
+    diff = diff.masked_fill(both_nan.logical_or(same_inf), -1.0).nan_to_num(inf, inf, -inf);
+    return diff.max().item<double>();
+  }
+  const bool seq_a = a.isTuple() || a.isList(), seq_b = b.isTuple() || b.isList();
+  if (seq_a && seq_b) {
+    const auto x = flatten(a), y = flatten(b);
+    if (x.size() != y.size()) return inf;
+    double worst = -inf;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      if (x[i].path != y[i].path) return inf;
+      worst = std::max(worst, excess(x[i].value, y[i].value, atol, rtol, same_dtype));
+    }
+    return x.empty() ? 0.0 : worst;
+  }
+  if (a.isDouble() && b.isDouble()) {
+    const double x = a.toDouble(), y = b.toDouble();
+    if ((std::isnan(x) && std::isnan(y)) || x == y) return 0.0;
+    const double d = std::abs(x - y) - (std::abs(y) * rtol + atol);
+    return std::isnan(d) ? inf : d;
+  }
+  return a == b ? 0.0 : inf;
+}
+
+/// Largest |a - b| over all leaves of two values (see the file comment).
+[[nodiscard]] inline double max_abs_diff(const c10::IValue& a, const c10::IValue& b) {
+  const double e = excess(a, b, 0.0, 0.0, /*same_dtype=*/true);
+  return e < 0 ? 0.0 : e;
+}
+
+}  // namespace ivalue
+}  // namespace tfg::torch

@@ -1,0 +1,699 @@
+#pragma once
+/// \file
+/// The constraint-program interpreter: run-time values, built-ins over F(e) and `holds`
+/// (a program evaluated once per profiling run). The first phase of evaluation; the
+/// prefilter, the pattern matcher and R(v) build on it (evaluate.hpp includes them all).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "tfg/match/adapter.hpp"
+#include "tfg/match/compile.hpp"
+#include "tfg/match/program.hpp"
+
+namespace tfg::match {
+
+/// Supplies F for edges that exist only in the instantiated replacement (the local
+/// execution probe of dsl/spec.md section 10).
+class probe_source {
+ public:
+  virtual ~probe_source() = default;
+  /// F of replacement value `slot` (an index into `compiled_operator::values`), or null
+  /// when the probe did not produce it.
+  [[nodiscard]] virtual state::edge_profile const* profile(std::uint32_t slot) const = 0;
+};
+
+/// Reusable buffers of the evaluator and matcher; one per thread. After warm-up, evaluating
+/// a rejected pair allocates nothing.
+struct workspace {
+  std::vector<val> scratch;
+  std::vector<val> stack;
+  struct undo {
+    std::uint8_t what;  // 0 value, 1 node, 2 param
+    std::uint32_t slot;
+  };
+  std::vector<undo> log;
+  std::vector<extern_arg> ext_args;
+  std::uint64_t type_faults = 0;  ///< run-time type mismatches seen (requirements, `$p`)
+};
+
+namespace detail {
+
+inline double dtype_max_of(state::dtype d) {
+  using state::dtype;
+  switch (d) {
+    case dtype::f16: return 65504.0;
+    case dtype::bf16: return 3.3895313892515355e38;
+    case dtype::f32: return static_cast<double>(std::numeric_limits<float>::max());
+    case dtype::f64: return std::numeric_limits<double>::max();
+    case dtype::i8: return 127;
+    case dtype::u8: return 255;
+    case dtype::i16: return 32767;
+    case dtype::i32: return 2147483647.0;
+    case dtype::i64: return 9223372036854775807.0;
+    case dtype::boolean: return 1;
+    default: return std::numeric_limits<double>::quiet_NaN();
+  }
+}
+inline double dtype_tiny_of(state::dtype d) {
+  using state::dtype;
+  switch (d) {
+    case dtype::f16: return 6.103515625e-05;
+    case dtype::bf16: return 1.1754943508222875e-38;
+    case dtype::f32: return static_cast<double>(std::numeric_limits<float>::min());
+    case dtype::f64: return std::numeric_limits<double>::min();
+    default: return 1;
+  }
+}
+
+/// The environment of one evaluation: where value slots, parameters and states come from.
+template <class A>
+struct env {
+  A const& adapter;
+  std::span<const edge_id> values;                 ///< slot -> edge (no_edge: absent)
+  std::span<const attr_value> params;              ///< param slot -> value
+  std::vector<compiled_param> const* param_info = nullptr;  ///< operator params (null: requirement)
+  std::span<const std::pair<std::uint32_t, std::uint32_t>> lists;  ///< requirement list slots
+  std::span<const edge_id> list_edges;
+  std::uint32_t probe_from = UINT32_MAX;           ///< first slot served by `probe`
+  probe_source const* probe = nullptr;
+  edge_id subst_from = graph::no_edge;             ///< requirement: read `subst_to` for this edge
+  state::edge_profile const* subst_to = nullptr;
+
+  state::edge_profile const* profile(std::uint32_t slot, edge_id e) const {
+    if (probe && slot >= probe_from && slot != UINT32_MAX) return probe->profile(slot);
+    if (e == graph::no_edge) return nullptr;
+    if (e == subst_from && subst_to) return subst_to;
+    return &adapter.profile(e);
+  }
+#if defined(__GNUC__)
+  [[gnu::always_inline]]
+#endif
+  state::tensor_state const* state(val const& t, std::size_t run) const {
+    if (t.k != vk::tensor) return nullptr;
+    auto const* p = profile(t.slot, t.e);
+    if (!p || run >= p->runs.size()) return nullptr;
+    return &p->runs[run];
+  }
+};
+
+/// Converts an attr_value to a val of the declared type (for parameters).
+inline val from_attr(attr_value const& a, dsl::type_kind want, std::vector<val>& scratch) {
+  return std::visit(
+      [&](auto const& x) -> val {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, std::monostate>) {
+          val v;
+          v.k = vk::none;
+          return v;
+        } else if constexpr (std::is_same_v<T, bool>) {
+          return val::boolean(x);
+        } else if constexpr (std::is_same_v<T, std::int64_t>) {
+          if (want == dsl::type_kind::op) return val::code(vk::op, x);
+          if (want == dsl::type_kind::floating) return val::floating(static_cast<double>(x));
+          return val::integer(x);
+        } else if constexpr (std::is_same_v<T, double>) {
+          return val::floating(x);
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          val w = word_value(x);
+          if (w.k != vk::fault && want != dsl::type_kind::string) return w;
+          val v;
+          v.k = vk::string;
+          v.s = x;
+          return v;
+        } else {
+          val v;
+          v.k = vk::list;
+          v.off = static_cast<std::uint32_t>(scratch.size());
+          v.len = static_cast<std::uint32_t>(x.size());
+          for (auto const& y : x) {
+            if constexpr (std::is_same_v<T, std::vector<double>>) scratch.push_back(val::floating(y));
+            else scratch.push_back(val::integer(y));
+          }
+          return v;
+        }
+      },
+      a);
+}
+
+inline bool numeric(val const& v) { return v.k == vk::integer || v.k == vk::floating; }
+inline double as_double(val const& v) { return v.k == vk::integer ? static_cast<double>(v.i) : v.f; }
+
+inline bool equal(val const& a, val const& b, std::vector<val> const& s) {
+  if (numeric(a) && numeric(b)) {
+    if (a.k == vk::integer && b.k == vk::integer) return a.i == b.i;
+    return as_double(a) == as_double(b);
+  }
+  if (a.k != b.k) return false;
+  switch (a.k) {
+    case vk::none: return true;
+    case vk::boolean: return a.b == b.b;
+    case vk::string: return a.s == b.s;
+    case vk::dtype:
+    case vk::device:
+    case vk::layout:
+    case vk::memfmt:
+    case vk::op: return a.i == b.i;
+    case vk::tensor: return a.e == b.e && a.slot == b.slot;
+    case vk::list:
+      if (a.len != b.len) return false;
+      for (std::uint32_t i = 0; i < a.len; ++i)
+        if (!equal(s[a.off + i], s[b.off + i], s)) return false;
+      return true;
+    default: return false;
+  }
+}
+
+inline bool broadcast_ok(std::vector<std::int64_t> const& a, std::vector<std::int64_t> const& b) {
+  std::size_t const n = std::max(a.size(), b.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    std::int64_t const x = i < a.size() ? a[a.size() - 1 - i] : 1;
+    std::int64_t const y = i < b.size() ? b[b.size() - 1 - i] : 1;
+    if (x != y && x != 1 && y != 1) return false;
+  }
+  return true;
+}
+
+template <class A>
+val list_of_ints(std::vector<std::int64_t> const& xs, std::vector<val>& s) {
+  val v;
+  v.k = vk::list;
+  v.off = static_cast<std::uint32_t>(s.size());
+  v.len = static_cast<std::uint32_t>(xs.size());
+  for (auto const x : xs) s.push_back(val::integer(x));
+  return v;
+}
+
+template <class A>
+#if defined(__GNUC__)
+[[gnu::noinline]]
+#endif
+val call_builtin(bfn fn, std::span<const val> a, env<A> const& E, std::size_t run, workspace& ws) {
+  auto& s = ws.scratch;
+  auto const& g = E.adapter.graph();
+  auto st = [&](std::size_t i) { return E.state(a[i], run); };
+  auto tensor_edge = [&](std::size_t i) -> edge_id {
+    if (a[i].k != vk::tensor || (E.probe && a[i].slot >= E.probe_from && a[i].slot != UINT32_MAX)) return graph::no_edge;
+    return a[i].e;
+  };
+  switch (fn) {
+    // ---- state
+    case bfn::rank: { auto const* t = st(0); return t ? val::integer(t->rank()) : val::fault(); }
+    case bfn::shape: { auto const* t = st(0); return t ? list_of_ints<A>(t->shape, s) : val::fault(); }
+    case bfn::strides: { auto const* t = st(0); return t ? list_of_ints<A>(t->strides, s) : val::fault(); }
+    case bfn::dim: {
+      auto const* t = st(0);
+      if (!t || a[1].k != vk::integer) return val::fault();
+      std::int64_t i = a[1].i;
+      if (i < 0) i += t->rank();
+      if (i < 0 || i >= t->rank()) return val::fault();
+      return val::integer(t->shape[static_cast<std::size_t>(i)]);
+    }
+    case bfn::numel: { auto const* t = st(0); return t ? val::integer(t->numel) : val::fault(); }
+    case bfn::dtype: { auto const* t = st(0); return t ? val::code(vk::dtype, static_cast<std::int64_t>(t->type)) : val::fault(); }
+    case bfn::is_floating: { auto const* t = st(0); return t ? val::boolean(state::is_floating(t->type)) : val::fault(); }
+    case bfn::device: { auto const* t = st(0); return t ? val::code(vk::device, static_cast<std::int64_t>(t->device.kind)) : val::fault(); }
+    case bfn::layout: { auto const* t = st(0); return t ? val::code(vk::layout, static_cast<std::int64_t>(t->tensor_layout)) : val::fault(); }
+    case bfn::contiguous: { auto const* t = st(0); return t ? val::boolean(t->contiguous) : val::fault(); }
+    case bfn::channels_last: { auto const* t = st(0); return t ? val::boolean(t->format == state::memory_format::channels_last) : val::fault(); }
+    case bfn::storage_offset: { auto const* t = st(0); return t ? val::integer(t->storage_offset) : val::fault(); }
+    case bfn::aliased: { auto const* t = st(0); return t ? val::boolean(t->aliased()) : val::fault(); }
+    case bfn::same_storage: {
+      auto const *x = st(0), *y = st(1);
+      return x && y ? val::boolean(x->storage_group == y->storage_group) : val::fault();
+    }
+    case bfn::finite: { auto const* t = st(0); return t ? val::boolean(t->numbers.finite()) : val::fault(); }
+    case bfn::has_nan: { auto const* t = st(0); return t ? val::boolean(t->numbers.nan_count > 0) : val::fault(); }
+    case bfn::has_inf: { auto const* t = st(0); return t ? val::boolean(t->numbers.inf_count > 0) : val::fault(); }
+    case bfn::min: { auto const* t = st(0); return t ? val::floating(t->numbers.min) : val::fault(); }
+    case bfn::max: { auto const* t = st(0); return t ? val::floating(t->numbers.max) : val::fault(); }
+    case bfn::mean: { auto const* t = st(0); return t ? val::floating(t->numbers.mean) : val::fault(); }
+    case bfn::max_abs: { auto const* t = st(0); return t ? val::floating(t->numbers.max_abs()) : val::fault(); }
+    case bfn::zeros: { auto const* t = st(0); return t ? val::integer(static_cast<std::int64_t>(t->numbers.zero_count)) : val::fault(); }
+    case bfn::equal_values: {
+      auto const *x = st(0), *y = st(1);
+      if (!x || !y) return val::fault();
+      return val::boolean(x->shape == y->shape && x->type == y->type &&
+                          x->numbers.content_hash == y->numbers.content_hash);
+    }
+    case bfn::requires_grad: { auto const* t = st(0); return t ? val::boolean(t->requires_grad) : val::fault(); }
+    case bfn::broadcastable: {
+      auto const *x = st(0), *y = st(1);
+      return x && y ? val::boolean(broadcast_ok(x->shape, y->shape)) : val::fault();
+    }
+    // ---- structural
+    case bfn::uses: {
+      auto const e = tensor_edge(0);
+      if (e == graph::no_edge) return val::fault();
+      return val::integer(static_cast<std::int64_t>(std::ranges::distance(g.consumers(e))));
+    }
+    case bfn::consumers: {
+      auto const e = tensor_edge(0);
+      if (e == graph::no_edge) return val::fault();
+      std::int64_t n = 0;
+      auto const us = g.consumers(e);
+      for (auto it = us.begin(); it != us.end(); ++it) {
+        bool seen = false;
+        for (auto jt = us.begin(); jt != it; ++jt) seen = seen || (*jt).node == (*it).node;
+        if (!seen) ++n;
+      }
+      return val::integer(n);
+    }
+    case bfn::op: {
+      auto const e = tensor_edge(0);
+      if (e == graph::no_edge) return val::fault();
+      auto const p = g.producer(e);
+      return val::code(vk::op, p == graph::no_node ? 0 : static_cast<std::int64_t>(E.adapter.op_symbol(p)));
+    }
+    case bfn::is_input: {
+      auto const e = tensor_edge(0);
+      return e == graph::no_edge ? val::fault() : val::boolean(g.producer(e) == graph::no_node);
+    }
+    case bfn::is_output: {
+      auto const e = tensor_edge(0);
+      if (e == graph::no_edge) return val::fault();
+      for (auto const o : g.graph_outputs())
+        if (o == e) return val::boolean(true);
+      return val::boolean(false);
+    }
+    case bfn::is_none: return a[0].k == vk::tensor ? val::boolean(a[0].e == graph::no_edge) : val::fault();
+    // ---- pure
+    case bfn::len: return a[0].k == vk::list ? val::integer(a[0].len) : val::fault();
+    case bfn::prod: {
+      if (a[0].k != vk::list) return val::fault();
+      std::int64_t p = 1;
+      for (std::uint32_t i = 0; i < a[0].len; ++i) {
+        auto const& x = s[a[0].off + i];
+        if (x.k != vk::integer) return val::fault();
+        p *= x.i;
+      }
+      return val::integer(p);
+    }
+    case bfn::abs: return numeric(a[0]) ? val::floating(std::fabs(as_double(a[0]))) : val::fault();
+    case bfn::pow2: return a[0].k == vk::integer ? val::floating(std::ldexp(1.0, static_cast<int>(a[0].i))) : val::fault();
+    case bfn::dtype_max: return a[0].k == vk::dtype ? val::floating(dtype_max_of(static_cast<state::dtype>(a[0].i))) : val::fault();
+    case bfn::dtype_tiny: return a[0].k == vk::dtype ? val::floating(dtype_tiny_of(static_cast<state::dtype>(a[0].i))) : val::fault();
+    case bfn::count:
+    case bfn::nodes: return val::fault();  // expect blocks only (the lead's example runner)
+  }
+  return val::fault();
+}
+
+/// A one-argument built-in: the common state built-ins inline (as `call_builtin` computes
+/// them: `E.state` is null for a non-tensor or a missing run), the others by `call_builtin`.
+template <class A>
+#if defined(__GNUC__)
+[[gnu::always_inline]]
+#endif
+inline val builtin1(bfn fn, val const& t, env<A> const& E, std::size_t run, workspace& ws) {
+  switch (fn) {
+    case bfn::rank: case bfn::numel: case bfn::dtype: case bfn::is_floating: case bfn::device:
+    case bfn::layout: case bfn::contiguous: case bfn::channels_last: case bfn::storage_offset:
+    case bfn::aliased: case bfn::finite: case bfn::has_nan: case bfn::has_inf: case bfn::requires_grad: {
+      auto const* s = E.state(t, run);
+      if (!s) return val::fault();
+      switch (fn) {
+        case bfn::rank: return val::integer(s->rank());
+        case bfn::numel: return val::integer(s->numel);
+        case bfn::dtype: return val::code(vk::dtype, static_cast<std::int64_t>(s->type));
+        case bfn::is_floating: return val::boolean(state::is_floating(s->type));
+        case bfn::device: return val::code(vk::device, static_cast<std::int64_t>(s->device.kind));
+        case bfn::layout: return val::code(vk::layout, static_cast<std::int64_t>(s->tensor_layout));
+        case bfn::contiguous: return val::boolean(s->contiguous);
+        case bfn::channels_last: return val::boolean(s->format == state::memory_format::channels_last);
+        case bfn::storage_offset: return val::integer(s->storage_offset);
+        case bfn::aliased: return val::boolean(s->aliased());
+        case bfn::finite: return val::boolean(s->numbers.finite());
+        case bfn::has_nan: return val::boolean(s->numbers.nan_count > 0);
+        case bfn::has_inf: return val::boolean(s->numbers.inf_count > 0);
+        case bfn::requires_grad: return val::boolean(s->requires_grad);
+        default: break;
+      }
+      break;
+    }
+    default: break;
+  }
+  return call_builtin(fn, std::span<const val>(&t, 1), E, run, ws);
+}
+
+/// A binary value operator (comparison, `in`, arithmetic) over evaluated operands.
+inline val binary(pop op, val const& x, val const& y, workspace& ws) {
+  auto& s = ws.scratch;
+  if (x.k == vk::fault || y.k == vk::fault) return val::fault();
+  switch (op) {
+    case pop::eq: return val::boolean(equal(x, y, s));
+    case pop::ne: return val::boolean(!equal(x, y, s));
+    case pop::in: {
+      if (y.k != vk::list) return ++ws.type_faults, val::fault();
+      for (std::uint32_t i = 0; i < y.len; ++i)
+        if (equal(x, s[y.off + i], s)) return val::boolean(true);
+      return val::boolean(false);
+    }
+    default: break;
+  }
+  if (!numeric(x) || !numeric(y)) return ++ws.type_faults, val::fault();
+  bool const ints = x.k == vk::integer && y.k == vk::integer;
+  switch (op) {
+    case pop::lt: return val::boolean(ints ? x.i < y.i : as_double(x) < as_double(y));
+    case pop::le: return val::boolean(ints ? x.i <= y.i : as_double(x) <= as_double(y));
+    case pop::gt: return val::boolean(ints ? x.i > y.i : as_double(x) > as_double(y));
+    case pop::ge: return val::boolean(ints ? x.i >= y.i : as_double(x) >= as_double(y));
+    case pop::add: return ints ? val::integer(x.i + y.i) : val::floating(as_double(x) + as_double(y));
+    case pop::sub: return ints ? val::integer(x.i - y.i) : val::floating(as_double(x) - as_double(y));
+    case pop::mul: return ints ? val::integer(x.i * y.i) : val::floating(as_double(x) * as_double(y));
+    case pop::div: return as_double(y) == 0 ? val::fault() : val::floating(as_double(x) / as_double(y));
+    case pop::mod:
+      if (!ints || y.i == 0) return val::fault();
+      return val::integer(x.i % y.i);
+    default: return val::fault();
+  }
+}
+
+/// Whether `k` is one of the kinds whose value is the code in `i` (compared by `i` alone).
+inline bool code_kind(vk k) {
+  return k == vk::dtype || k == vk::device || k == vk::layout || k == vk::memfmt || k == vk::op;
+}
+
+/// `equal` with the common cases (two integers, two codes of one kind) inline.
+#if defined(__GNUC__)
+[[gnu::always_inline]]
+#endif
+inline bool equal_fast(val const& a, val const& b, std::vector<val> const& s) {
+  if (a.k == b.k && (a.k == vk::integer || code_kind(a.k))) return a.i == b.i;
+  return equal(a, b, s);
+}
+
+/// `binary` with the common cases (comparisons of two integers, (in)equality of two codes of
+/// one kind) inline.
+#if defined(__GNUC__)
+[[gnu::always_inline]]
+#endif
+inline val binary_fast(pop op, val const& x, val const& y, workspace& ws) {
+  if (x.k == y.k && (x.k == vk::integer || (code_kind(x.k) && (op == pop::eq || op == pop::ne)))) {
+    switch (op) {
+      case pop::eq: return val::boolean(x.i == y.i);
+      case pop::ne: return val::boolean(x.i != y.i);
+      case pop::lt: return val::boolean(x.i < y.i);
+      case pop::le: return val::boolean(x.i <= y.i);
+      case pop::gt: return val::boolean(x.i > y.i);
+      case pop::ge: return val::boolean(x.i >= y.i);
+      default: break;
+    }
+  }
+  return binary(op, x, y, ws);
+}
+
+template <class A>
+val eval_node(program const& p, std::uint32_t idx, env<A> const& E, std::size_t run, workspace& ws);
+
+/// A value node or literal evaluated without recursion (the common leaves); false otherwise.
+template <class A>
+#if defined(__GNUC__)
+[[gnu::always_inline]]
+#endif
+inline bool eval_leaf(program const& p, std::uint32_t idx, env<A> const& E, val& out) {
+  pnode const& n = p.nodes[idx];
+  if (n.op == pop::lit) {
+    out = n.lit;
+    return true;
+  }
+  if (n.op == pop::value && (E.lists.empty() || n.slot >= E.lists.size() || E.lists[n.slot].second == UINT32_MAX)) {
+    out = val{};
+    out.k = vk::tensor;
+    out.slot = n.slot;
+    out.e = n.slot < E.values.size() ? E.values[n.slot] : graph::no_edge;
+    return true;
+  }
+  if (n.op == pop::param && n.slot < E.params.size()) {
+    // Scalar parameters without the variant visit of `from_attr` (same results); words,
+    // strings, lists and unset parameters take the general path.
+    attr_value const& a = E.params[n.slot];
+    if (auto const* x = std::get_if<std::int64_t>(&a)) {
+      auto const want = E.param_info ? (*E.param_info)[n.slot].type.kind : dsl::type_kind::unknown;
+      if (want == dsl::type_kind::op) out = val::code(vk::op, *x);
+      else if (want == dsl::type_kind::floating) out = val::floating(static_cast<double>(*x));
+      else out = val::integer(*x);
+      return true;
+    }
+    if (auto const* x = std::get_if<double>(&a)) {
+      out = val::floating(*x);
+      return true;
+    }
+    if (auto const* x = std::get_if<bool>(&a)) {
+      out = val::boolean(*x);
+      return true;
+    }
+  }
+  return false;
+}
+
+template <class A>
+val eval_node(program const& p, std::uint32_t idx, env<A> const& E, std::size_t run, workspace& ws) {
+  pnode const& n = p.nodes[idx];
+  auto& s = ws.scratch;
+  switch (n.op) {
+    case pop::lit: return n.lit;
+    case pop::value: {
+      if (!E.lists.empty() && n.slot < E.lists.size() && E.lists[n.slot].second != UINT32_MAX) {
+        auto const [off, len] = E.lists[n.slot];
+        val v;
+        v.k = vk::list;
+        v.off = static_cast<std::uint32_t>(s.size());
+        v.len = len;
+        for (std::uint32_t i = 0; i < len; ++i) {
+          val t;
+          t.k = vk::tensor;
+          t.e = E.list_edges[off + i];
+          s.push_back(t);
+        }
+        return v;
+      }
+      val v;
+      v.k = vk::tensor;
+      v.slot = n.slot;
+      v.e = n.slot < E.values.size() ? E.values[n.slot] : graph::no_edge;
+      return v;
+    }
+    case pop::param: {
+      if (n.slot >= E.params.size()) return val::fault();
+      auto const want = E.param_info ? (*E.param_info)[n.slot].type.kind : dsl::type_kind::unknown;
+      return from_attr(E.params[n.slot], want, s);
+    }
+    case pop::list: {
+      // Evaluate items first (they may push to scratch), then copy them contiguously.
+      std::size_t const mark = ws.stack.size();
+      for (std::uint32_t i = 0; i < n.count; ++i) ws.stack.push_back(eval_node(p, p.kids[n.first + i], E, run, ws));
+      val v;
+      v.k = vk::list;
+      v.off = static_cast<std::uint32_t>(s.size());
+      v.len = n.count;
+      for (std::uint32_t i = 0; i < n.count; ++i) s.push_back(ws.stack[mark + i]);
+      ws.stack.resize(mark);
+      return v;
+    }
+    case pop::call: {
+      if (n.count == 1) {
+        val x;
+        if (eval_leaf(p, p.kids[n.first], E, x)) return builtin1(n.fn, x, E, run, ws);
+      }
+      if (n.count == 2) {
+        // As below, with the arguments in a local array instead of `ws.stack`.
+        val xs[2];
+        for (std::uint32_t i = 0; i < 2; ++i) {
+          if (!eval_leaf(p, p.kids[n.first + i], E, xs[i])) xs[i] = eval_node(p, p.kids[n.first + i], E, run, ws);
+          if (xs[i].k == vk::fault && n.fn != bfn::is_none) return val::fault();
+        }
+        return call_builtin(n.fn, std::span<const val>(xs, 2), E, run, ws);
+      }
+      std::size_t const mark = ws.stack.size();
+      for (std::uint32_t i = 0; i < n.count; ++i) {
+        val const x = eval_node(p, p.kids[n.first + i], E, run, ws);
+        if (x.k == vk::fault && n.fn != bfn::is_none) {
+          ws.stack.resize(mark);
+          return val::fault();
+        }
+        ws.stack.push_back(x);
+      }
+      val const r = call_builtin(n.fn, std::span<const val>(ws.stack.data() + mark, n.count), E, run, ws);
+      ws.stack.resize(mark);
+      return r;
+    }
+    case pop::ext: {
+      auto const& fn = p.externs[n.slot];
+      if (!fn) return val::fault();
+      std::size_t const mark = ws.ext_args.size();  // nested extern calls stack up here
+      for (std::uint32_t i = 0; i < n.count; ++i) {
+        val const x = eval_node(p, p.kids[n.first + i], E, run, ws);
+        extern_arg ea;
+        switch (x.k) {
+          case vk::tensor: ea.edge = x.e; ea.state = E.state(x, run); break;
+          case vk::boolean: ea.value = x.b; break;
+          case vk::integer: ea.value = x.i; break;
+          case vk::floating: ea.value = x.f; break;
+          case vk::string: ea.value = std::string(x.s); break;
+          case vk::fault: ws.ext_args.resize(mark); return val::fault();
+          default: ea.value = x.k == vk::list ? std::int64_t{0} : x.i; break;  // list: i is not stored
+        }
+        ws.ext_args.push_back(std::move(ea));
+      }
+      auto const r = (*fn)(std::span<const extern_arg>(ws.ext_args.data() + mark, n.count));
+      ws.ext_args.resize(mark);
+      if (!r) return val::fault();
+      if (auto const* b = std::get_if<bool>(&*r)) return val::boolean(*b);
+      if (auto const* i = std::get_if<std::int64_t>(&*r)) return val::integer(*i);
+      if (auto const* d = std::get_if<double>(&*r)) return val::floating(*d);
+      return val::fault();
+    }
+    case pop::index: {
+      val const b = eval_node(p, n.a, E, run, ws);
+      val const i = eval_node(p, n.b, E, run, ws);
+      if (b.k != vk::list || i.k != vk::integer) return ++ws.type_faults, val::fault();
+      std::int64_t k = i.i < 0 ? i.i + b.len : i.i;
+      if (k < 0 || k >= b.len) return val::fault();
+      return s[b.off + static_cast<std::uint32_t>(k)];
+    }
+    case pop::lnot: {
+      val const x = eval_node(p, n.a, E, run, ws);
+      return x.k == vk::boolean ? val::boolean(!x.b) : val::fault();
+    }
+    case pop::neg: {
+      val const x = eval_node(p, n.a, E, run, ws);
+      if (x.k == vk::integer) return val::integer(-x.i);
+      if (x.k == vk::floating) return val::floating(-x.f);
+      return ++ws.type_faults, val::fault();
+    }
+    case pop::lor:
+    case pop::land: {
+      val const x = eval_node(p, n.a, E, run, ws);
+      bool const want = n.op == pop::lor;
+      if (x.k == vk::boolean && x.b == want) return x;  // short circuit
+      val const y = eval_node(p, n.b, E, run, ws);
+      if (x.k == vk::boolean && y.k == vk::boolean) return val::boolean(want ? (x.b || y.b) : (x.b && y.b));
+      // A faulted side does not matter when the other decides.
+      if (y.k == vk::boolean && y.b == want) return y;
+      return val::fault();
+    }
+    default: break;
+  }
+  // Binary value operators.
+  val x, y;
+  if (!eval_leaf(p, n.a, E, x)) x = eval_node(p, n.a, E, run, ws);
+  if (!eval_leaf(p, n.b, E, y)) y = eval_node(p, n.b, E, run, ws);
+  return binary_fast(n.op, x, y, ws);
+}
+
+/// An operand of a decoded conjunct: the same value `eval_node` computes for `o.node`.
+template <class A>
+#if defined(__GNUC__)
+[[gnu::always_inline]]
+#endif
+inline val eval_operand(program const& p, operand const& o, env<A> const& E, std::size_t run, workspace& ws) {
+  switch (o.f) {
+    case operand::form::lit: return p.nodes[o.node].lit;
+    case operand::form::call1: {
+      val t;
+      t.k = vk::tensor;
+      t.slot = o.slot;
+      t.e = o.slot < E.values.size() ? E.values[o.slot] : graph::no_edge;
+      return builtin1(o.fn, t, E, run, ws);
+    }
+    case operand::form::node: break;
+  }
+  val v;
+  if (eval_leaf(p, o.node, E, v)) return v;
+  return eval_node(p, o.node, E, run, ws);
+}
+
+/// Number of runs a program must be evaluated on: the most runs among the tensors it names.
+template <class A>
+inline std::size_t run_count(program const& p, env<A> const& E) {
+  if (p.slots.size() == 1 && E.lists.empty()) {  // the common case: one value
+    auto const s = p.slots[0];
+    auto const* pr = E.profile(s, s < E.values.size() ? E.values[s] : graph::no_edge);
+    return pr ? pr->runs.size() : 0;
+  }
+  std::size_t r = 0;
+  for (auto const s : p.slots) {
+    if (!E.lists.empty() && s < E.lists.size() && E.lists[s].second != UINT32_MAX) {
+      for (std::uint32_t i = 0; i < E.lists[s].second; ++i)
+        if (auto const* pr = E.profile(UINT32_MAX, E.list_edges[E.lists[s].first + i])) r = std::max(r, pr->runs.size());
+      continue;
+    }
+    auto const e = s < E.values.size() ? E.values[s] : graph::no_edge;
+    if (auto const* pr = E.profile(s, e)) r = std::max(r, pr->runs.size());
+  }
+  return r;
+}
+
+}  // namespace detail
+
+/// Whether `p` holds: evaluated once per profiling run (every edge of the expression reads
+/// the same run) and combined with *and*. A program that reads state but names no edge with
+/// a recorded run does not hold. O(|p| x runs); allocation-free after warm-up (externs aside).
+template <match_adapter A>
+[[nodiscard]] bool holds(program const& p, detail::env<A> const& E, workspace& ws) {
+  std::size_t runs = 1;
+  if (p.reads_state) {
+    runs = detail::run_count(p, E);
+    if (runs == 0) return false;
+  }
+  if (!p.conjuncts.empty() && E.lists.empty()) {
+    // The `&&` chain, left to right: stop at the first false conjunct (as the tree's
+    // short-circuit does), keep going after a fault (as the tree does: a faulted side does
+    // not decide), hold when every conjunct is true.
+    for (std::size_t r = 0; r < runs; ++r) {
+      ws.scratch.clear();
+      ws.stack.clear();
+      bool all = true;
+      for (auto const& c : p.conjuncts) {
+        val v;
+        switch (c.f) {
+          case conjunct::form::node: v = detail::eval_node(p, c.node, E, r, ws); break;
+          case conjunct::form::truth: v = detail::eval_operand(p, c.x, E, r, ws); break;
+          case conjunct::form::negated: {
+            val const x = detail::eval_operand(p, c.x, E, r, ws);
+            v = x.k == vk::boolean ? val::boolean(!x.b) : val::fault();
+            break;
+          }
+          case conjunct::form::binary: {
+            val const x = detail::eval_operand(p, c.x, E, r, ws);
+            val const y = detail::eval_operand(p, c.y, E, r, ws);
+            v = detail::binary_fast(c.op, x, y, ws);
+            break;
+          }
+          case conjunct::form::in_lits: {
+            val const x = detail::eval_operand(p, c.x, E, r, ws);
+            if (x.k == vk::fault) {
+              v = val::fault();
+            } else {
+              v = val::boolean(false);
+              for (std::uint32_t k = 0; k < c.count; ++k)
+                if (detail::equal_fast(x, p.nodes[p.kids[c.first + k]].lit, ws.scratch)) {
+                  v = val::boolean(true);
+                  break;
+                }
+            }
+            break;
+          }
+        }
+        if (v.k == vk::boolean && !v.b) return false;
+        all = all && v.k == vk::boolean;
+      }
+      if (!all) return false;
+    }
+    return true;
+  }
+  for (std::size_t r = 0; r < runs; ++r) {
+    ws.scratch.clear();
+    ws.stack.clear();
+    val const v = detail::eval_node(p, p.root, E, r, ws);
+    if (v.k != vk::boolean || !v.b) return false;
+  }
+  return true;
+}
+
+}  // namespace tfg::match

@@ -1,0 +1,398 @@
+#pragma once
+/// \file
+/// The pattern matcher around an anchor edge and the staged candidate check of dsl/spec.md
+/// section 10 (pattern, sampling, input / internal / output constraints, deferred conditions),
+/// plus the evaluation of replacement template expressions.
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "tfg/match/interpret.hpp"
+
+namespace tfg::match {
+
+namespace detail {
+
+/// Whether constant `c` equals pattern literal `a`.
+inline bool literal_matches(pattern_arg const& a, attr_value const& c) {
+  // Dtype, memory-format and layout constants arrive as the DSL's words (the adapter
+  // normalises the backend's codes, see adapter.hpp).
+  if (a.literal_kind == dsl::type_kind::dtype || a.literal_kind == dsl::type_kind::memory_format ||
+      a.literal_kind == dsl::type_kind::layout) {
+    auto const* w = std::get_if<std::string>(&a.literal);
+    auto const* s = std::get_if<std::string>(&c);
+    return w && s && *s == *w;
+  }
+  if (a.literal_kind == dsl::type_kind::device) {
+    auto const* w = std::get_if<std::string>(&a.literal);
+    auto const* s = std::get_if<std::string>(&c);
+    return w && s && s->compare(0, w->size(), *w) == 0;
+  }
+  // Numbers compare by value across int/float; lists element-wise.
+  auto num = [](attr_value const& v, double& out) {
+    if (auto const* i = std::get_if<std::int64_t>(&v)) return out = static_cast<double>(*i), true;
+    if (auto const* d = std::get_if<double>(&v)) return out = *d, true;
+    return false;
+  };
+  double x = 0, y = 0;
+  if (num(a.literal, x) && num(c, y)) return x == y;
+  auto as_list = [](attr_value const& v, std::vector<double>& out) {
+    if (auto const* i = std::get_if<std::vector<std::int64_t>>(&v)) {
+      out.assign(i->begin(), i->end());
+      return true;
+    }
+    if (auto const* d = std::get_if<std::vector<double>>(&v)) {
+      out = *d;
+      return true;
+    }
+    return false;
+  };
+  if (std::holds_alternative<std::vector<std::int64_t>>(a.literal) && std::holds_alternative<std::vector<std::int64_t>>(c))
+    return std::get<std::vector<std::int64_t>>(a.literal) == std::get<std::vector<std::int64_t>>(c);
+  std::vector<double> l1, l2;
+  if (as_list(a.literal, l1) && as_list(c, l2)) return l1 == l2;
+  return a.literal == c;
+}
+
+/// Whether `v` lies in parameter `p`'s domain.
+inline bool in_domain(compiled_param const& p, attr_value const& v) {
+  if (p.domain == dsl::domain_kind::set) {
+    for (auto const& m : p.members) {
+      if (m == v) return true;
+      // Unequal scalars of the same alternative (bool, int, float) never match as literals
+      // either (`literal_matches` compares them by value, or words against codes).
+      if (m.index() == v.index() && (std::holds_alternative<bool>(v) || std::holds_alternative<std::int64_t>(v) ||
+                                     std::holds_alternative<double>(v)))
+        continue;
+      pattern_arg tmp;
+      tmp.literal = m;
+      tmp.literal_kind = p.type.kind;
+      if (literal_matches(tmp, v)) return true;
+    }
+    return false;
+  }
+  if (p.domain == dsl::domain_kind::range) {
+    auto num = [](attr_value const& x, double& out) {
+      if (auto const* i = std::get_if<std::int64_t>(&x)) return out = static_cast<double>(*i), true;
+      if (auto const* d = std::get_if<double>(&x)) return out = *d, true;
+      return false;
+    };
+    double lo = 0, hi = 0, x = 0;
+    if (!num(p.lo, lo) || !num(p.hi, hi) || !num(v, x)) return false;
+    if (p.type.kind == dsl::type_kind::integer && !std::holds_alternative<std::int64_t>(v)) return false;
+    return lo <= x && x <= hi;
+  }
+  return true;
+}
+
+template <class A>
+class matcher {
+ public:
+  matcher(compiled_operator const& op, A const& a, bindings& b, workspace& ws)
+      : op_(op), a_(a), g_(a.graph()), b_(b), ws_(ws) {}
+
+  /// Finds the first embedding around `anchor` whose pattern conditions hold.
+  bool run(edge_id anchor) {
+    ws_.log.clear();
+    b_.values[op_.anchor] = anchor;
+    return step(0);
+  }
+
+ private:
+  compiled_operator const& op_;
+  A const& a_;
+  decltype(std::declval<A const&>().graph()) g_;
+  bindings& b_;
+  workspace& ws_;
+
+  void unwind(std::size_t mark) {
+    while (ws_.log.size() > mark) {
+      auto const u = ws_.log.back();
+      ws_.log.pop_back();
+      if (u.what == 0) b_.values[u.slot] = graph::no_edge;
+      else if (u.what == 1) b_.nodes[u.slot] = graph::no_node;
+      else b_.params[u.slot] = std::monostate{};
+    }
+  }
+  bool bind_value(std::uint32_t slot, edge_id e) {
+    if (b_.values[slot] != graph::no_edge) return b_.values[slot] == e;
+    b_.values[slot] = e;
+    ws_.log.push_back({0, slot});
+    return true;
+  }
+  bool bind_param(std::uint32_t slot, attr_value const& v) {
+    auto const& p = op_.params[slot];
+    if (!std::holds_alternative<std::monostate>(b_.params[slot])) return b_.params[slot] == v;
+    if (!in_domain(p, v)) return false;
+    b_.params[slot] = v;
+    ws_.log.push_back({2, slot});
+    return true;
+  }
+
+  /// `match_arg` against a constant scalar argument (an item of a constant list), without
+  /// building an `arg_view`.
+  bool match_constant(pattern_arg const& pa, attr_value const& c) {
+    switch (pa.k) {
+      case pattern_arg::kind::wildcard: return true;
+      case pattern_arg::kind::ellipsis: return true;
+      case pattern_arg::kind::value: return false;
+      case pattern_arg::kind::literal: return literal_matches(pa, c);
+      case pattern_arg::kind::param: return bind_param(pa.slot, c);
+      case pattern_arg::kind::list: {
+        auto items = [&](auto const& v) {
+          if (v.size() != pa.items.size()) return false;
+          for (std::size_t i = 0; i < v.size(); ++i)
+            if (!match_constant(pa.items[i], attr_value(v[i]))) return false;
+          return true;
+        };
+        if (auto const* v = std::get_if<std::vector<std::int64_t>>(&c)) return items(*v);
+        if (auto const* v = std::get_if<std::vector<double>>(&c)) return items(*v);
+        return false;
+      }
+    }
+    return false;
+  }
+
+  bool match_arg(pattern_arg const& pa, arg_view const& av) {
+    switch (pa.k) {
+      case pattern_arg::kind::wildcard: return true;
+      case pattern_arg::kind::ellipsis: return true;
+      case pattern_arg::kind::value: return av.how == arg_view::form::edge && bind_value(pa.slot, av.edge);
+      case pattern_arg::kind::literal:
+        if (av.how == arg_view::form::constant) return literal_matches(pa, av.value);
+        if (av.how == arg_view::form::list) {
+          // A literal list against a list of constants.
+          auto const* li = std::get_if<std::vector<std::int64_t>>(&pa.literal);
+          if (!li || li->size() != av.items.size()) return false;
+          for (std::size_t i = 0; i < li->size(); ++i) {
+            auto const* c = av.items[i].how == arg_view::form::constant ? std::get_if<std::int64_t>(&av.items[i].value) : nullptr;
+            if (!c || *c != (*li)[i]) return false;
+          }
+          return true;
+        }
+        return false;
+      case pattern_arg::kind::param: return av.how == arg_view::form::constant && bind_param(pa.slot, av.value);
+      case pattern_arg::kind::list:
+        if (av.how == arg_view::form::constant) {
+          // A constant int/float list (conv strides, pool kernels, reduction dims) matches a
+          // pattern list item by item, so `[$s0, $s1]` binds its elements.
+          auto items = [&](auto const& v) {
+            if (v.size() != pa.items.size()) return false;
+            for (std::size_t i = 0; i < v.size(); ++i)
+              if (!match_constant(pa.items[i], attr_value(v[i]))) return false;
+            return true;
+          };
+          if (auto const* v = std::get_if<std::vector<std::int64_t>>(&av.value)) return items(*v);
+          if (auto const* v = std::get_if<std::vector<double>>(&av.value)) return items(*v);
+          return false;
+        }
+        if (av.how != arg_view::form::list || av.items.size() != pa.items.size()) return false;
+        for (std::size_t i = 0; i < pa.items.size(); ++i)
+          if (!match_arg(pa.items[i], av.items[i])) return false;
+        return true;
+    }
+    return false;
+  }
+
+  bool try_node(std::uint32_t pi, node_id n) {
+    auto const& pn = op_.pattern[pi];
+    if (b_.nodes[pi] != graph::no_node) return b_.nodes[pi] == n;
+    for (auto const m : b_.nodes)
+      if (m == n) return false;  // injective
+    std::uint32_t const sym = a_.op_symbol(n);
+    switch (pn.how) {
+      case pattern_node::op_kind::any: break;
+      case pattern_node::op_kind::names:
+        if (std::find(pn.symbols.begin(), pn.symbols.end(), sym) == pn.symbols.end()) return false;
+        break;
+      case pattern_node::op_kind::param:
+        if (!bind_param(pn.param, attr_value(static_cast<std::int64_t>(sym)))) return false;
+        break;
+    }
+    auto const outs = g_.outputs(n);
+    if (static_cast<std::size_t>(std::ranges::distance(outs)) != pn.results.size()) return false;
+    std::size_t const nargs = a_.arg_count(n);
+    if (pn.ellipsis ? nargs < pn.args.size() : nargs != pn.args.size()) return false;
+    b_.nodes[pi] = n;
+    ws_.log.push_back({1, pi});
+    std::size_t j = 0;
+    for (auto const e : outs)
+      if (!bind_value(pn.results[j++], e)) return false;
+    for (std::size_t i = 0; i < pn.args.size(); ++i)
+      if (!match_arg(pn.args[i], a_.arg(n, i))) return false;
+    return true;
+  }
+
+  bool conditions_hold() {
+    if (op_.pattern_conditions.empty()) return true;
+    env<A> E{a_, b_.values, b_.params, &op_.params, {}, {}, op_.pattern_value_count, nullptr, graph::no_edge, nullptr};
+    for (auto const& c : op_.pattern_conditions)
+      if (!holds(c, E, ws_)) return false;
+    return true;
+  }
+
+  bool step(std::size_t k) {
+    if (k == op_.steps.size()) return conditions_hold();
+    auto const& st = op_.steps[k];
+    edge_id const v = b_.values[st.value];
+    std::size_t const mark = ws_.log.size();
+    if (st.via_producer) {
+      node_id const n = g_.producer(v);
+      if (n == graph::no_node) return false;
+      // The pattern result that is `v` must be the producer's matching output.
+      auto const& pn = op_.pattern[st.node];
+      std::size_t pos = 0;
+      while (pos < pn.results.size() && pn.results[pos] != st.value) ++pos;
+      if (g_.producer_slot(v) != pos) return false;
+      if (try_node(st.node, n) && step(k + 1)) return true;
+      unwind(mark);
+      return false;
+    }
+    for (auto const u : g_.consumers(v)) {
+      if (try_node(st.node, u.node) && step(k + 1)) return true;
+      unwind(mark);
+    }
+    return false;
+  }
+};
+
+}  // namespace detail
+
+/// Sizes `b` for `op` and clears its values, nodes and the parameters bound by matching
+/// (sampled parameters keep their previous value until `sample_params` overwrites it, so a
+/// string value reuses its buffer). Allocates only when `b` is smaller than needed.
+inline void reset(bindings& b, compiled_operator const& op) {
+  // Sizes rarely change (one `bindings` per operator in `construct`): plain stores then.
+  if (b.values.size() == op.values.size()) {
+    for (auto& v : b.values) v = graph::no_edge;
+  } else {
+    b.values.assign(op.values.size(), graph::no_edge);
+  }
+  if (b.nodes.size() == op.pattern.size()) {
+    for (auto& n : b.nodes) n = graph::no_node;
+  } else {
+    b.nodes.assign(op.pattern.size(), graph::no_node);
+  }
+  b.params.resize(op.params.size());
+  for (std::size_t i = 0; i < op.params.size(); ++i)
+    if (op.params[i].bound_by_match && b.params[i].index() != 0) b.params[i] = std::monostate{};
+}
+
+/// Runs the pattern stage of `op` at `anchor`: the first embedding (anchor outwards,
+/// consumers in the adapter's order) whose pattern conditions hold. Fills `b`.
+template <match_adapter A>
+[[nodiscard]] bool match_pattern(compiled_operator const& op, A const& a, edge_id anchor, bindings& b, workspace& ws) {
+  reset(b, op);
+  detail::matcher<A> m(op, a, b, ws);
+  return m.run(anchor);
+}
+
+/// An evaluation environment over `b` (replacement slots served by `probe` when given).
+template <match_adapter A>
+[[nodiscard]] detail::env<A> make_env(compiled_operator const& op, A const& a, bindings const& b,
+                                      probe_source const* probe = nullptr) {
+  return detail::env<A>{a, b.values, b.params, &op.params, {}, {}, op.pattern_value_count, probe, graph::no_edge, nullptr};
+}
+
+/// The stages after the pattern (bindings in `b`): sampling of the parameters not bound by
+/// matching, `require input`, then the `require internal` and `require output` conditions
+/// that read only pattern values (the rest is deferred to `evaluate_deferred`).
+template <match_adapter A, class URBG>
+[[nodiscard]] reject_stage evaluate_constraints(compiled_operator const& op, A const& a, bindings& b, URBG& rng,
+                                                workspace& ws);
+
+/// `evaluate_constraints` without the sampling: the parameters in `b` are used as they are
+/// (for example values chosen by an exhaustive enumeration of small domains).
+template <match_adapter A>
+[[nodiscard]] reject_stage check_constraints(compiled_operator const& op, A const& a, bindings const& b,
+                                             workspace& ws) {
+  auto const E = make_env(op, a, b);
+  for (auto const& c : op.input)
+    if (!holds(c, E, ws)) return reject_stage::input;
+  for (auto const& c : op.internal)
+    if (!c.needs_probe && !holds(c, E, ws)) return reject_stage::internal;
+  for (auto const& c : op.output)
+    if (!c.needs_probe && !holds(c, E, ws)) return reject_stage::output;
+  return reject_stage::accepted;
+}
+
+template <match_adapter A, class URBG>
+[[nodiscard]] reject_stage evaluate_constraints(compiled_operator const& op, A const& a, bindings& b, URBG& rng,
+                                                workspace& ws) {
+  sample_params(op, rng, b.params);
+  return check_constraints(op, a, b, ws);
+}
+
+/// The staged check of dsl/spec.md section 10 as far as it goes without a probe: pattern,
+/// then `evaluate_constraints`. Returns `accepted` or the rejecting stage; `b` holds the
+/// bindings. The prefilter is not applied here (see `construct`). Allocation-free after
+/// warm-up (externs aside).
+template <match_adapter A, class URBG>
+[[nodiscard]] reject_stage evaluate(compiled_operator const& op, A const& a, edge_id anchor, bindings& b, URBG& rng,
+                                    workspace& ws) {
+  if (!match_pattern(op, a, anchor, b, ws)) return reject_stage::pattern;
+  return evaluate_constraints(op, a, b, rng, ws);
+}
+
+/// The conditions `evaluate` deferred (those reading replacement values), with the states
+/// of replacement values supplied by `probe`. Returns `accepted`, `internal` or `output`.
+template <match_adapter A>
+[[nodiscard]] reject_stage evaluate_deferred(compiled_operator const& op, A const& a, bindings const& b,
+                                             probe_source const& probe, workspace& ws) {
+  auto const E = make_env(op, a, b, &probe);
+  for (auto const& c : op.internal)
+    if (c.needs_probe && !holds(c, E, ws)) return reject_stage::internal;
+  for (auto const& c : op.output)
+    if (c.needs_probe && !holds(c, E, ws)) return reject_stage::output;
+  return reject_stage::accepted;
+}
+
+/// Evaluates a value expression of a replacement template (`template_arg::expr`) on run
+/// `run`, as an attr_value (ints, floats, bools, int/float lists; dtype etc. as words are
+/// not produced: such arguments are constants). nullopt when it faults.
+template <match_adapter A>
+[[nodiscard]] std::optional<attr_value> evaluate_value(program const& p, compiled_operator const& op, A const& a,
+                                                       bindings const& b, std::size_t run, workspace& ws) {
+  auto const E = make_env(op, a, b);
+  ws.scratch.clear();
+  ws.stack.clear();
+  val const v = detail::eval_node(p, p.root, E, run, ws);
+  switch (v.k) {
+    case vk::boolean: return attr_value(v.b);
+    case vk::integer: return attr_value(v.i);
+    case vk::floating: return attr_value(v.f);
+    case vk::none: return attr_value(std::monostate{});
+    case vk::string: return attr_value(std::string(v.s));
+    // dtype / device / layout / memory-format values become the DSL's words, which backends
+    // convert for the argument's declared type (`f32` -> ScalarType, `cpu` -> Device, ...).
+    case vk::dtype: return attr_value(std::string(state::name(static_cast<state::dtype>(v.i))));
+    case vk::device: return attr_value(std::string(state::name(static_cast<state::device_kind>(v.i))));
+    case vk::layout: return attr_value(std::string(state::name(static_cast<state::layout>(v.i))));
+    case vk::memfmt: {
+      constexpr std::string_view words[] = {"contiguous_format", "channels_last_format", "channels_last_3d_format",
+                                            "preserve_format"};
+      return v.i >= 0 && v.i < 4 ? std::optional<attr_value>(attr_value(std::string(words[v.i]))) : std::nullopt;
+    }
+    case vk::list: {
+      bool ints = true;
+      for (std::uint32_t i = 0; i < v.len; ++i) ints = ints && ws.scratch[v.off + i].k == vk::integer;
+      if (ints) {
+        std::vector<std::int64_t> out;
+        for (std::uint32_t i = 0; i < v.len; ++i) out.push_back(ws.scratch[v.off + i].i);
+        return attr_value(std::move(out));
+      }
+      std::vector<double> out;
+      for (std::uint32_t i = 0; i < v.len; ++i) {
+        auto const& x = ws.scratch[v.off + i];
+        if (!detail::numeric(x)) return std::nullopt;
+        out.push_back(detail::as_double(x));
+      }
+      return attr_value(std::move(out));
+    }
+    default: return std::nullopt;
+  }
+}
+
+}  // namespace tfg::match

@@ -1,0 +1,115 @@
+// From a worker's outcome to findings, and the one reproduction rule the campaign's re-runs
+// and `flowmut repro` share.
+#include <doctest/doctest.h>
+
+#include "tfg/campaign/judge.hpp"  // first: the header must compile on its own
+
+#include <csignal>
+
+using namespace tfg::campaign;
+using tfg::oracle::finding_kind;
+using tfg::oracle::verdict_kind;
+
+namespace {
+
+run_outcome reply_outcome(worker_reply r) {
+  exchange_result ex;
+  ex.kind = outcome::reply;
+  ex.reply = to_line(r);
+  return make_outcome(ex);
+}
+
+worker_reply ran(std::initializer_list<config_result> results) {
+  worker_reply r;
+  r.ok = true;
+  r.results = results;
+  return r;
+}
+
+tfg::oracle::verdict diff(verdict_kind k, std::string a, std::string b, std::string msg = "") {
+  tfg::oracle::verdict v;
+  v.kind = k;
+  v.config_a = std::move(a);
+  v.config_b = std::move(b);
+  v.message = std::move(msg);
+  return v;
+}
+
+const attribution at{"aten::conv2d", "f32", "cpu"};
+
+}  // namespace
+
+TEST_CASE("judge: differential verdicts become findings attributed to the culprit") {
+  auto r = ran({{"eager_op_by_op", true, "", 1, 0}, {"frozen_optimized", true, "", 1, 0}});
+  r.verdicts = {diff(verdict_kind::numeric_mismatch, "eager_op_by_op", "frozen_optimized"),
+                diff(verdict_kind::error_in_both, "eager_op_by_op", "graph_executor")};
+  const auto found = findings_of(reply_outcome(r), at);
+  REQUIRE(found.size() == 1);  // error_in_both is not a finding
+  CHECK(found[0].signature.kind == finding_kind::numeric);
+  CHECK(found[0].signature.culprit_op == "aten::conv2d");
+  CHECK(found[0].signature.config_b == "frozen_optimized");
+  CHECK(reproduces(found[0].signature, reply_outcome(r), at));
+  // The same verdict on another pair, or the same pair attributed elsewhere, is another finding.
+  auto other = r;
+  other.verdicts = {diff(verdict_kind::numeric_mismatch, "eager_op_by_op", "channels_last")};
+  CHECK(!reproduces(found[0].signature, reply_outcome(other), at));
+  CHECK(!reproduces(found[0].signature, reply_outcome(r), attribution{"aten::relu", "f32", "cpu"}));
+}
+
+TEST_CASE("judge: a failing reference is illegal unless the framework asserts internally") {
+  auto illegal = ran({{"eager_op_by_op", false, "shape '[2, 3]' is invalid for input of size 5", 0, 0}});
+  illegal.verdicts = {diff(verdict_kind::error_in_one, "eager_op_by_op", "graph_executor", "x")};
+  CHECK(findings_of(reply_outcome(illegal), at).empty());
+  auto assert_fail = ran({{"eager_op_by_op", false, "INTERNAL ASSERT FAILED at foo.cpp:31, please report a bug", 0, 0}});
+  const auto found = findings_of(reply_outcome(assert_fail), at);
+  REQUIRE(found.size() == 1);
+  CHECK(found[0].signature.kind == finding_kind::exception);
+  CHECK(found[0].signature.detail.find("INTERNAL ASSERT FAILED at foo.cpp:N") != std::string::npos);
+}
+
+TEST_CASE("judge: process-level outcomes; a crash reproduces only as the same crash") {
+  exchange_result ex;
+  ex.kind = outcome::signaled;
+  ex.signal = SIGSEGV;
+  const auto crash = make_outcome(ex, "frozen_optimized");
+  const auto found = findings_of(crash, at);
+  REQUIRE(found.size() == 1);
+  CHECK(found[0].signature.kind == finding_kind::crash);
+  CHECK(found[0].signature.config_a == "frozen_optimized");
+  CHECK(found[0].message.find("SIGSEGV") != std::string::npos);
+  CHECK(reproduces(found[0].signature, crash, at));
+  ex.signal = SIGABRT;
+  const auto abort = make_outcome(ex, "frozen_optimized");
+  CHECK(findings_of(abort, at)[0].signature.kind == finding_kind::abort);
+  CHECK(!reproduces(found[0].signature, abort, at));
+  CHECK(!reproduces(found[0].signature, make_outcome(ex, "graph_executor"), at));
+  // A reply never reproduces a crash.
+  CHECK(!reproduces(found[0].signature, reply_outcome(ran({{"eager_op_by_op", true, "", 1, 0}})), at));
+  exchange_result hang;
+  hang.kind = outcome::timeout;
+  CHECK(findings_of(make_outcome(hang, "graph_executor"), at)[0].signature.kind == finding_kind::hang);
+}
+
+TEST_CASE("judge: performance is judged against the seed's own ratio, never for threads_1_vs_n") {
+  performance_rule rule;
+  rule.reference = {{"graph_executor", "eager_op_by_op"}, {"threads_1_vs_n", "eager_op_by_op"}};
+  rule.seed_times = {{"eager_op_by_op", 10}, {"graph_executor", 20}, {"threads_1_vs_n", 10}};
+  // 2x on the seed; 30x on the mutant and 290 ms slower: anomalous.
+  auto slow = ran({{"eager_op_by_op", true, "", 10, 0}, {"graph_executor", true, "", 300, 0}, {"threads_1_vs_n", true, "", 900, 0}});
+  const auto found = findings_of(reply_outcome(slow), at, &rule);
+  REQUIRE(found.size() == 1);
+  CHECK(found[0].signature.kind == finding_kind::performance);
+  CHECK(found[0].signature.config_b == "graph_executor");
+  // 10x the reference is only 5x the ratio the seed already shows: not anomalous.
+  auto mild = ran({{"eager_op_by_op", true, "", 10, 0}, {"graph_executor", true, "", 100, 0}});
+  CHECK(findings_of(reply_outcome(mild), at, &rule).empty());
+  CHECK(!reproduces(found[0].signature, reply_outcome(mild), at, &rule));
+  CHECK(reproduces(found[0].signature, reply_outcome(slow), at, &rule));
+}
+
+TEST_CASE("judge: round verdict names round-trip") {
+  for (auto v : all_round_verdicts) CHECK(parse_round_verdict(to_string(v)) == v);
+  CHECK(!parse_round_verdict("maybe"));
+  CHECK(is_executed(round_verdict::illegal));
+  CHECK(!is_executed(round_verdict::rejected));
+}

@@ -1,2 +1,0 @@
-// Compiles tfg/match/candidates.hpp alone: the header is self-contained.
-#include "tfg/match/candidates.hpp"

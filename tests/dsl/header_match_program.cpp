@@ -1,2 +1,0 @@
-// Compiles tfg/match/program.hpp alone: the header is self-contained.
-#include "tfg/match/program.hpp"

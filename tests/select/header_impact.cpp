@@ -1,2 +1,0 @@
-// Compiles tfg/select/impact.hpp alone: it must include everything it uses.
-#include "tfg/select/impact.hpp"

@@ -4,6 +4,7 @@
 
 #include <tfg/campaign/judge.hpp>
 #include <tfg/campaign/loop.hpp>
+#include <tfg/campaign/replay.hpp>
 #include <tfg/select/registry.hpp>
 #include <tfg/torch/backend.hpp>
 #include <tfg/torch/worker.hpp>
@@ -17,6 +18,8 @@
 #include <unistd.h>
 
 namespace fs = std::filesystem;
+
+extern "C" const char* tfg_running_configuration() { return tfg::torch::running_configuration().c_str(); }
 
 namespace {
 
@@ -39,10 +42,11 @@ std::string status_line(const tfg::campaign::status& s) {
   char buf[512];
   const double legal = s.executed ? 100.0 * static_cast<double>(s.legal) / static_cast<double>(s.executed) : 0.0;
   std::snprintf(buf, sizeof buf,
-                "round %zu/%zu  %.2f r/s  legal %.0f%%  findings %zu (%zu instances)  LIC %.2e LPC %.2e LSC %.2e DFSD %.2e "
-                "sig %zu API %.1f%%  | %s",
-                s.round, s.rounds, s.rounds_per_s, legal, s.findings, s.instances, s.metrics.lic, s.metrics.lpc,
-                s.metrics.lsc, s.metrics.dfsd, s.metrics.signatures, 100 * s.metrics.api_coverage, s.last.c_str());
+                "round %zu/%zu  %.2f r/s  legal %.0f%%  findings %zu (%zu instances, %zu inherited)  LIC %.2e LPC %.2e "
+                "LSC %.2e DFSD %.2e sig %zu API %.1f%%  | %s",
+                s.round, s.rounds, s.rounds_per_s, legal, s.findings, s.instances, s.inherited, s.metrics.lic,
+                s.metrics.lpc, s.metrics.lsc, s.metrics.dfsd, s.metrics.signatures, 100 * s.metrics.api_coverage,
+                s.last.c_str());
   return buf;
 }
 
@@ -74,6 +78,10 @@ int run_campaign_command(run_args a, const std::string& self_exe) {
   o.rss_limit_bytes = a.rss_limit_mb * (std::int64_t{1} << 20);
   o.resume = a.resume;
   o.force = a.force;
+  o.accept_any = a.accept == "any";
+  o.corpus_size = a.corpus;
+  o.return_every = a.return_every;
+  o.localise = !a.no_localise;
   tfg::select::policy_options po;
   po.alpha = a.alpha;
   po.features = o.features;
@@ -93,7 +101,7 @@ int run_campaign_command(run_args a, const std::string& self_exe) {
     if (s.findings > last_findings) {
       if (tty) std::fputs("\r\x1b[K", stderr);
       for (const auto& f : c.database().findings())
-        if (f.first_round >= 0 && static_cast<std::size_t>(f.first_round) + 1 == s.round)
+        if (f.first_round >= 0 && (static_cast<std::size_t>(f.first_round) + 1 == s.round))
           std::fprintf(stderr, "NEW FINDING %s  %s  (round %lld, reliability %.2f)\n", f.id.c_str(), f.title.c_str(),
                        static_cast<long long>(f.first_round), f.reliability);
       last_findings = s.findings;
@@ -121,72 +129,50 @@ int run_campaign_command(run_args a, const std::string& self_exe) {
   return 0;
 }
 
-int run_repro_command(const std::string& dir, const std::string& self_exe, int timeout_s, std::int64_t rss_limit_mb) {
+int run_repro_command(const std::string& dir, const std::string& self_exe, int timeout_s, std::int64_t rss_limit_mb,
+                      const std::vector<std::string>& op_dirs) {
   namespace tc = tfg::campaign;
-  const fs::path d(dir);
-  std::ifstream in(d / "meta.json");
+  std::ifstream in(fs::path(dir) / "meta.json");
   const auto meta = nlohmann::json::parse(in, nullptr, false);
-  if (meta.is_discarded() || !fs::exists(d / "mutant.pt")) {
+  if (meta.is_discarded()) {
     std::cerr << "flowmut repro: " << dir << " is not a finding folder (meta.json, mutant.pt)\n";
     return 2;
   }
-  const std::string kind = meta.value("kind", "");
   std::printf("finding %s: %s\n", meta.value("id", "?").c_str(), meta.value("title", "?").c_str());
-  if (kind == "metamorphic") {
-    std::printf("metamorphic findings compare mutant.pt with seed.pt in the campaign process; run both with "
-                "`flowmut profile --inputs inputs.pt` and compare the outputs\n");
-    return 0;
+  // The NaN-propagation rules come from the requirement files of the operator folders.
+  tfg::oracle::nan_rules rules;
+  {
+    tfg::match::symbol_table symbols;
+    tfg::torch::backend b;
+    std::vector<fs::path> dirs;
+    for (const auto& d : default_operator_dirs(op_dirs)) dirs.emplace_back(d);
+    const auto pool = tfg::match::load_pool(dirs, symbols, b.externs());
+    for (const auto& [op, r] : pool.requirements.nan_rules)
+      if (auto rule = tfg::oracle::parse_nan_rule(r)) rules.emplace(op, *rule);
   }
-  const auto work = fs::temp_directory_path() / ("flowmut-repro-" + std::to_string(::getpid()));
-  fs::create_directories(work);
-  tc::spawn_options so;
-  so.argv = {self_exe, "worker", "--dir", work.string()};
-  so.env_extra = {"GLOG_minloglevel=2"};
-  so.log_path = work / "log";
-  so.rss_limit_bytes = rss_limit_mb << 20;
-  auto w = tc::worker::spawn(std::move(so));
-  if (!w) {
-    std::cerr << "flowmut repro: cannot start a worker: " << w.error() << "\n";
+  tfg::torch::backend backend;
+  const auto r = tc::replay(backend, dir, self_exe, std::chrono::seconds(timeout_s), rss_limit_mb << 20, rules);
+  if (!r.error.empty()) {
+    std::cerr << "flowmut repro: " << r.error << "\n";
     return 2;
   }
-  tc::worker_request req;
-  req.id = 0;
-  req.model = fs::absolute(d / "mutant.pt").string();
-  req.inputs = fs::absolute(d / "inputs.pt").string();
-  req.configs = meta.value("configs", tfg::torch::default_campaign_configs());
-  auto ex = w->exchange(tc::to_line(req), std::chrono::seconds(timeout_s));
-  std::string running;
-  if (ex.kind != tc::outcome::reply) {
-    std::ifstream cur(work / "current.json");
-    const auto j = nlohmann::json::parse(cur, nullptr, false);
-    running = j.is_discarded() ? "?" : j.value("config", "?");
-  }
-  const auto o = tc::make_outcome(std::move(ex), running);
-
-  // The finding as it was recorded, and how this run is attributed (the same way).
-  const auto found = tfg::oracle::parse_finding_kind(kind);
-  tc::attribution at{meta.value("culprit_op", ""), meta.value("dtype", "f32"), meta.value("device", "cpu")};
-  tc::performance_rule perf;
-  perf.seed_times = meta.value("seed_times", std::map<std::string, double>{});
-  for (const auto& c : tfg::torch::backend().configs()) perf.reference[c.name] = c.reference;
-  bool reproduced = false;
+  const auto& o = r.outcome;
   std::printf("outcome: %s", std::string(tc::to_string(o.exchange.kind)).c_str());
   if (o.exchange.kind == tc::outcome::signaled) {
     std::printf(" (%s)", tc::signal_name(o.exchange.signal).c_str());
     if (auto rep = tc::parse_crash_report(o.exchange.log))
       for (const auto& f : tc::meaningful_frames(rep->frames, 5)) std::printf("\n  at %s", f.c_str());
   }
-  for (const auto& f : tc::findings_of(o, at, &perf)) {
+  for (const auto& f : r.observed) {
     std::printf("\n  %s: %s", f.signature.title().c_str(), f.message.substr(0, 160).c_str());
-    if (found && f.signature.key() == meta.value("key", "")) reproduced = true;
+    if (f.where.localised)
+      std::printf("\n    localised to %s (position %lld), inputs %s", f.where.culprit_op.c_str(),
+                  static_cast<long long>(f.where.position), f.where.inputs.c_str());
   }
-  if (kind == "performance" && o.reply)
-    for (const auto& r : o.reply->results) std::printf("\n  %-20s %8.1f ms", r.config.c_str(), r.wall_ms);
-  std::printf("\nreproduced: %s\n", reproduced ? "yes" : "no");
-  w->shutdown();
-  std::error_code ec;
-  fs::remove_all(work, ec);
-  return reproduced ? 0 : 1;
+  if (meta.value("kind", "") == "performance" && o.reply)
+    for (const auto& c : o.reply->results) std::printf("\n  %-20s %8.1f ms", c.config.c_str(), c.wall_ms);
+  std::printf("\nreproduced: %s\n", r.reproduced ? "yes" : "no");
+  return r.reproduced ? 0 : 1;
 }
 
 int run_summary_command(const std::string& dir) {

@@ -21,6 +21,10 @@ struct run_args {
   bool resume = false;
   bool force = false;
   bool quiet = false;
+  std::string accept = "healthy";  // healthy | any
+  std::size_t corpus = 8;
+  std::size_t return_every = 25;
+  bool no_localise = false;
 };
 
 struct compare_args {
@@ -39,5 +43,6 @@ int run_campaign_command(run_args a, const std::string& self_exe);
 int run_compare_command(compare_args a, const std::string& self_exe);
 int run_worker_command(const std::string& dir);
 int run_summary_command(const std::string& dir);
-int run_repro_command(const std::string& dir, const std::string& self_exe, int timeout_s, std::int64_t rss_limit_mb);
+int run_repro_command(const std::string& dir, const std::string& self_exe, int timeout_s, std::int64_t rss_limit_mb,
+                      const std::vector<std::string>& op_dirs);
 std::vector<std::string> default_operator_dirs(const std::vector<std::string>& given);

@@ -16,6 +16,10 @@
 // therefore the finding's signature) name them.
 extern "C" __attribute__((noinline)) void tfg_fault_segv_here(volatile int* p) { *p = 42; }
 
+// The execution configuration running on this thread (tfg::torch::running_configuration(),
+// exported by campaign_cmd.cpp so this file need not include the LibTorch backend).
+extern "C" const char* tfg_running_configuration();
+
 namespace {
 
 at::Tensor segv(const at::Tensor& x) {
@@ -50,9 +54,24 @@ at::Tensor nan_in_f64(const at::Tensor& x) {
   return x.clone();
 }
 
+// Wrong values under the graph executor only (1.5 x), the truth elsewhere: a deterministic
+// defect of one graph-level configuration, for localisation (it must be named as the culprit).
+at::Tensor wrong_in_graph(const at::Tensor& x) {
+  if (std::strcmp(tfg_running_configuration(), "graph_executor") == 0) return x * 1.5;
+  return x.clone();
+}
+
+// The same defect as a second operator kind: a different root on the same configuration pair.
+at::Tensor wrong_in_graph_b(const at::Tensor& x) {
+  if (std::strcmp(tfg_running_configuration(), "graph_executor") == 0) return x - 0.75;
+  return x.clone();
+}
+
 }  // namespace
 
 TORCH_LIBRARY(tfg_fault, m) {
+  m.def("wrong_in_graph(Tensor x) -> Tensor", &wrong_in_graph);
+  m.def("wrong_in_graph_b(Tensor x) -> Tensor", &wrong_in_graph_b);
   m.def("segv(Tensor x) -> Tensor", &segv);
   m.def("abort(Tensor x) -> Tensor", &abort_op);
   m.def("hang(Tensor x) -> Tensor", &hang);

@@ -323,6 +323,13 @@ int main(int argc, char** argv) {
   run->add_flag("--resume", ra.resume, "continue the campaign in --out");
   run->add_flag("--force", ra.force, "start over in a folder that holds a campaign");
   run->add_flag("-q,--quiet", ra.quiet, "no status line");
+  run->add_option("--accept", ra.accept, "which legal mutants become seeds: healthy (no new finding, no new NaN/Inf) | any")
+      ->default_val("healthy")->check(CLI::IsMember({"healthy", "any"}));
+  run->add_option("--corpus", ra.corpus, "accepted seeds kept to go back to (the original always)")->default_val(8)
+      ->check(CLI::Range(2, 1000));
+  run->add_option("--return-every", ra.return_every, "every N rounds continue from the next corpus member (0: never)")
+      ->default_val(25);
+  run->add_flag("--no-localise", ra.no_localise, "attribute findings to the mutation instead of localising them");
 
   compare_args ca;
   auto* cmp = app.add_subcommand("compare", "run several policies on the same seeds and print a Table-7-like comparison");
@@ -347,6 +354,8 @@ int main(int argc, char** argv) {
   repro->add_option("--timeout", repro_timeout, "seconds before the run counts as a hang")->default_val(60);
   std::int64_t repro_rss_mb = 8192;
   repro->add_option("--rss-limit-mb", repro_rss_mb, "worker memory limit")->default_val(8192);
+  std::vector<std::string> repro_ops;
+  repro->add_option("--ops", repro_ops, "operator folders (their requirement files give the NaN-propagation rules)");
 
   std::string worker_dir;
   auto* worker = app.add_subcommand("worker", "(internal) serve execution requests from a supervising campaign");
@@ -364,7 +373,7 @@ int main(int argc, char** argv) {
     if (*configs) return run_configs();
     if (*worker) return run_worker_command(worker_dir);
     if (*summary) return run_summary_command(summary_dir);
-    if (*repro) return run_repro_command(repro_dir, self_exe, repro_timeout, repro_rss_mb);
+    if (*repro) return run_repro_command(repro_dir, self_exe, repro_timeout, repro_rss_mb, repro_ops);
     if (*cmp) return run_compare_command(ca, self_exe);
     if (*run) {
       if (ra.model.empty() && !ra.resume) {

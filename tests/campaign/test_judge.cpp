@@ -35,7 +35,7 @@ tfg::oracle::verdict diff(verdict_kind k, std::string a, std::string b, std::str
   return v;
 }
 
-const attribution at{"aten::conv2d", "f32", "cpu"};
+const attributor at = fixed_attribution({"aten::conv2d", "f32", "cpu"});
 
 }  // namespace
 
@@ -53,7 +53,7 @@ TEST_CASE("judge: differential verdicts become findings attributed to the culpri
   auto other = r;
   other.verdicts = {diff(verdict_kind::numeric_mismatch, "eager_op_by_op", "channels_last")};
   CHECK(!reproduces(found[0].signature, reply_outcome(other), at));
-  CHECK(!reproduces(found[0].signature, reply_outcome(r), attribution{"aten::relu", "f32", "cpu"}));
+  CHECK(!reproduces(found[0].signature, reply_outcome(r), fixed_attribution({"aten::relu", "f32", "cpu"})));
 }
 
 TEST_CASE("judge: a failing reference is illegal unless the framework asserts internally") {
@@ -105,6 +105,27 @@ TEST_CASE("judge: performance is judged against the seed's own ratio, never for 
   CHECK(findings_of(reply_outcome(mild), at, &rule).empty());
   CHECK(!reproduces(found[0].signature, reply_outcome(mild), at, &rule));
   CHECK(reproduces(found[0].signature, reply_outcome(slow), at, &rule));
+}
+
+TEST_CASE("judge: reproducing a finding attributes only the candidates of its kind and pair") {
+  auto r = ran({{"eager_op_by_op", true, "", 1, 0}});
+  r.verdicts = {diff(verdict_kind::numeric_mismatch, "eager_op_by_op", "frozen_optimized"),
+                diff(verdict_kind::nan_inf_mismatch, "eager_op_by_op", "channels_last"),
+                diff(verdict_kind::numeric_mismatch, "eager_op_by_op", "graph_executor")};
+  int calls = 0;
+  attributor counting = [&](const run_outcome&, const tfg::oracle::verdict* v, finding_kind) {
+    ++calls;
+    attribution a{"aten::relu", "f32", "cpu"};
+    a.inputs = v ? v->config_b : "";
+    return a;
+  };
+  const auto all = findings_of(reply_outcome(r), counting);
+  CHECK(all.size() == 3);
+  CHECK(calls == 3);
+  CHECK(all[1].signature.inputs == "channels_last");
+  calls = 0;
+  CHECK(reproduces(all[2].signature, reply_outcome(r), counting));
+  CHECK(calls == 1);  // only the verdict of the finding's own kind and pair was attributed
 }
 
 TEST_CASE("judge: round verdict names round-trip") {

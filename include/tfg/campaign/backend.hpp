@@ -37,6 +37,7 @@ struct config_desc {
   std::string reference;  ///< the configuration it is compared with; empty for a reference
   bool available = true;
   bool default_on = true;  ///< part of a campaign's default set (false: device-specific, opt-in)
+  bool op_by_op = false;   ///< runs the model op by op (disagreements localise edge by edge)
 };
 
 template <class B>
@@ -64,6 +65,8 @@ concept backend = requires(B& b, const B& cb, const typename B::model_type& m, t
   { B::graph(m) } -> graph::tensor_graph;
   { B::kind(m, n) } -> std::convertible_to<std::string_view>;  ///< "aten::relu"
   { B::executes(m, n) } -> std::convertible_to<bool>;          ///< false for constants
+  { B::is_tensor_edge(m, e) } -> std::convertible_to<bool>;
+  { B::output_edges(m, std::string()) } -> std::same_as<std::vector<graph::edge_id>>;  ///< edges under an output path
   // F(e) and influence
   { b.profile(m, in) } -> std::same_as<typename B::profile_type>;
   { B::edge_profile(p, e) } -> std::convertible_to<const state::edge_profile*>;  ///< nullptr: not profiled

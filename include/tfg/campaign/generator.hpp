@@ -15,6 +15,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <variant>
 #include <vector>
@@ -145,6 +146,7 @@ class generator {
     node_hash_.assign(g.node_capacity(), 0);
     for (auto n : g.nodes()) node_hash_[graph::index(n)] = select::hash_string(Backend::kind(current_, n));
     tried_.clear();
+    excluded_.clear();
     seed_ms_ = ms_since(t0);
   }
 
@@ -173,7 +175,10 @@ class generator {
     std::vector<std::uint32_t> arms;
     std::vector<double> g;
     for (std::size_t i = 0; i < set_.candidates.size(); ++i) {
-      if (tried_.count(candidate_key(set_, set_.candidates[i]))) continue;
+      const auto& c = set_.candidates[i];
+      if (tried_.count(candidate_key(set_, c))) continue;
+      if (!excluded_.empty() && excluded_.count(site_key(set_, c))) continue;
+      if (!banned_.empty() && banned_.count(class_key(c))) continue;
       index.push_back(i);
       arms.push_back(set_.candidates[i].op);
       const auto a = graph::index(set_.candidates[i].anchor);
@@ -218,6 +223,18 @@ class generator {
     coverage_.record(pick.l, pick.t, pick.m);
     policy_.update(pick.x, pick.c.op, reward);
   }
+
+  /// The chosen candidate could not be instantiated or exported: it leaves this seed's
+  /// candidate set whatever parameters are sampled for it, its operator is banned for the
+  /// candidate's site class (producer kind, anchor dtype and rank) after `reject_limit`
+  /// rejections there, and the policy learns reward 0 for it (coverage is not counted: nothing
+  /// was executed).
+  void reject(const chosen_candidate& pick) {
+    excluded_.insert(site_key(set_, pick.c));
+    if (++rejections_[class_key(pick.c)] >= reject_limit) banned_.insert(class_key(pick.c));
+    policy_.update(pick.x, pick.c.op, 0.0);
+  }
+  static constexpr int reject_limit = 2;
 
   /// Replays a recorded round's feedback (resume).
   void replay(const select::context& x, std::uint32_t arm, double reward, std::span<const std::uint64_t> elements) {
@@ -271,6 +288,23 @@ class generator {
     std::uint64_t h = select::hash_combine(c.op, graph::index(c.anchor));
     for (const auto& p : set.params_of(c)) h = select::hash_combine(h, attr_hash(p));
     for (auto n : set.nodes_of(c)) h = select::hash_combine(h, graph::index(n));
+    return h;
+  }
+
+  /// A candidate's site without its sampled parameters: operator, anchor, pattern nodes.
+  [[nodiscard]] static std::uint64_t site_key(const match::candidate_set& set, const match::candidate& c) {
+    std::uint64_t h = select::hash_combine(c.op, graph::index(c.anchor) + 0x5173);
+    for (auto n : set.nodes_of(c)) h = select::hash_combine(h, graph::index(n));
+    return h;
+  }
+
+  /// The site class of a candidate, valid across seeds: operator, producer kind of the anchor,
+  /// the anchor's dtype and rank.
+  [[nodiscard]] std::uint64_t class_key(const match::candidate& c) const {
+    const auto p = Backend::graph(current_).producer(c.anchor);
+    std::uint64_t h = select::hash_combine(c.op, p == graph::no_node ? 0 : node_hash_[graph::index(p)]);
+    if (const auto* ep = Backend::edge_profile(profile_, c.anchor); ep && !ep->runs.empty())
+      h = select::hash_combine(h, select::hash_combine(static_cast<std::uint64_t>(ep->runs[0].type), ep->runs[0].shape.size()));
     return h;
   }
 
@@ -372,6 +406,9 @@ class generator {
   match::workspace ws_;
   match::candidate_set set_;
   std::unordered_set<std::uint64_t> tried_;
+  std::unordered_set<std::uint64_t> excluded_;          ///< sites rejected at instantiation (this seed)
+  std::unordered_map<std::uint64_t, int> rejections_;   ///< per site class, over the campaign
+  std::unordered_set<std::uint64_t> banned_;            ///< site classes an operator is banned from
   std::vector<std::uint64_t> node_hash_;  ///< hash of each node's kind name (current seed)
   std::string seed_hash_;
   double profile_ms_ = 0, seed_ms_ = 0, influence_ms_ = 0;

@@ -15,11 +15,13 @@
 #include <vector>
 
 #include <csignal>
+#include <functional>
 
 #include "tfg/campaign/process.hpp"
 #include "tfg/campaign/protocol.hpp"
 #include "tfg/campaign/round.hpp"
 #include "tfg/campaign/stack.hpp"
+#include "tfg/graph/ids.hpp"
 #include "tfg/oracle/finding.hpp"
 
 namespace tfg::campaign {
@@ -47,12 +49,30 @@ struct run_outcome {
   return o;
 }
 
-/// To whom a finding is attributed: the operator, dtype and device the signature names.
+/// To whom a finding is attributed: the operator, dtype and device the signature names, the
+/// state class of the operator's inputs, and where it was found (tfg/campaign/localise.hpp).
 struct attribution {
   std::string culprit_op;
   std::string dtype = "f32";
   std::string device = "cpu";
+  std::string inputs;                    ///< state class of the culprit's inputs ("" unknown)
+  bool localised = false;                ///< culprit_op is where the values diverge (else: the mutation's op)
+  graph::node_id node = graph::no_node;  ///< the culprit in the judged model's graph
+  std::int64_t position = -1;            ///< its topological position
+  std::vector<std::string> states;       ///< F of its inputs, for humans
+  std::string divergence;                ///< how its outputs differ
+  std::string note;                      ///< what to know about the localisation
+  int runs = 0;                          ///< configuration runs the localisation cost
 };
+
+/// Attributes what an outcome shows: `v` is the verdict of a differential finding (nullptr
+/// for a process-level failure or a finding of kind `k` without a verdict).
+using attributor = std::function<attribution(const run_outcome&, const oracle::verdict* v, oracle::finding_kind k)>;
+
+/// An attributor that names the same culprit for everything (no localisation).
+[[nodiscard]] inline attributor fixed_attribution(attribution at) {
+  return [at = std::move(at)](const run_outcome&, const oracle::verdict*, oracle::finding_kind) { return at; };
+}
 
 /// The performance rule: configuration b is anomalous against its reference a when b/a on the
 /// mutant is >= factor times b/a on the seed (and >= factor) and b is >= min_ms slower.
@@ -108,6 +128,7 @@ struct slow_pair {
   sig.culprit_op = at.culprit_op;
   sig.dtype = at.dtype;
   sig.device = at.device;
+  sig.inputs = at.inputs;
   sig.config_a = o.running_config.empty() ? std::string("?") : o.running_config;
   const auto& ex = o.exchange;
   switch (ex.kind) {
@@ -144,10 +165,12 @@ struct slow_pair {
   return std::string(buf) + " while running " + sig.config_a + (sig.detail.empty() ? "" : "; " + sig.detail);
 }
 
-/// A finding an outcome shows, with its message.
+/// A finding an outcome shows, with its message and attribution.
 struct observed_finding {
   oracle::finding_signature signature;
   std::string message;
+  attribution where;
+  const oracle::verdict* verdict = nullptr;  ///< into the outcome's reply (differential findings)
 };
 
 /// The reference configuration's error, when it failed ("" when it ran).
@@ -156,47 +179,73 @@ struct observed_finding {
   return r && !r->ok ? r->error : std::string();
 }
 
+/// The signature of a finding of kind `k` between `a` and `b`, attributed as `at`.
+[[nodiscard]] inline oracle::finding_signature signature_of(oracle::finding_kind k, std::string a, std::string b,
+                                                            const attribution& at, std::string detail = {}) {
+  oracle::finding_signature s{k, std::move(a), std::move(b), at.culprit_op, at.dtype, at.device, std::move(detail)};
+  s.inputs = at.inputs;
+  return s;
+}
+
+/// Which findings of an outcome to look at: all, or only those that could be `f` (so that
+/// reproducing a finding attributes, and localises, only the candidates).
+struct finding_filter {
+  const oracle::finding_signature* only = nullptr;
+  [[nodiscard]] bool admits(oracle::finding_kind k, std::string_view a, std::string_view b) const {
+    return !only || (only->kind == k && only->config_a == a && only->config_b == b);
+  }
+};
+
 /// Every finding `o` shows: a process-level failure; an internal assert in the reference
-/// configuration; the differential verdicts of the reply (all of them — filtering those the
-/// seed already shows is the caller's business); performance anomalies when `perf` is given.
-/// A reply whose reference configuration failed with an ordinary error shows nothing (an
-/// illegal test case).
-[[nodiscard]] inline std::vector<observed_finding> findings_of(const run_outcome& o, const attribution& at,
-                                                               const performance_rule* perf = nullptr) {
+/// configuration; the differential and metamorphic verdicts of the reply (all of them —
+/// deciding which are inherited from the seed is the caller's business); performance
+/// anomalies when `perf` is given. A reply whose reference configuration failed with an
+/// ordinary error shows nothing (an illegal test case). `attribute` names each one's culprit.
+[[nodiscard]] inline std::vector<observed_finding> findings_of(const run_outcome& o, const attributor& attribute,
+                                                               const performance_rule* perf = nullptr,
+                                                               finding_filter filter = {}) {
+  using K = oracle::finding_kind;
   std::vector<observed_finding> out;
   if (o.process_failed()) {
+    const auto probe = process_signature(o, {});
+    if (!filter.admits(probe.kind, probe.config_a, probe.config_b)) return out;
+    const auto at = attribute(o, nullptr, probe.kind);
     auto sig = process_signature(o, at);
-    out.push_back({sig, process_message(sig, o, 0)});
+    out.push_back({sig, process_message(sig, o, 0), at});
     return out;
   }
   if (!o.reply || !o.reply->ok) return out;
   const auto& reply = *o.reply;
   if (const auto err = reference_error(reply); !err.empty()) {
-    if (is_internal_error(err))
-      out.push_back({{oracle::finding_kind::exception, "eager_op_by_op", "", at.culprit_op, at.dtype, at.device,
-                      oracle::normalise_message(err)},
-                     err});
+    if (is_internal_error(err) && filter.admits(K::exception, "eager_op_by_op", "")) {
+      const auto at = attribute(o, nullptr, K::exception);
+      out.push_back({signature_of(K::exception, "eager_op_by_op", "", at, oracle::normalise_message(err)), err, at});
+    }
     return out;
   }
   for (const auto& v : reply.verdicts) {
     const auto kind = oracle::finding_kind_of(v.kind);
-    if (!kind) continue;
-    out.push_back({{*kind, v.config_a, v.config_b, at.culprit_op, at.dtype, at.device,
-                    *kind == oracle::finding_kind::exception ? oracle::normalise_message(v.message) : ""},
-                   v.message});
+    if (!kind || !filter.admits(*kind, v.config_a, v.config_b)) continue;
+    const auto at = attribute(o, &v, *kind);
+    std::string detail;
+    if (*kind == K::exception) detail = oracle::normalise_message(v.message);
+    out.push_back({signature_of(*kind, v.config_a, v.config_b, at, std::move(detail)), v.message, at, &v});
   }
   if (perf)
     for (const auto& sl : slow_configs(reply, *perf))
-      out.push_back({{oracle::finding_kind::performance, sl.a, sl.b, at.culprit_op, at.dtype, at.device, ""}, sl.message()});
+      if (filter.admits(K::performance, sl.a, sl.b)) {
+        const auto at = attribute(o, nullptr, K::performance);
+        out.push_back({signature_of(K::performance, sl.a, sl.b, at), sl.message(), at});
+      }
   return out;
 }
 
-/// Whether `o` shows the finding `f` again (the same signature), attributing what it shows as
-/// `at`. Performance findings need `perf`.
-[[nodiscard]] inline bool reproduces(const oracle::finding_signature& f, const run_outcome& o, const attribution& at,
+/// Whether `o` shows the finding `f` again: the same signature, attributing (and localising)
+/// what it shows with `attribute`. Performance findings need `perf`.
+[[nodiscard]] inline bool reproduces(const oracle::finding_signature& f, const run_outcome& o, const attributor& attribute,
                                      const performance_rule* perf = nullptr) {
   const auto id = f.id();
-  for (const auto& x : findings_of(o, at, perf))
+  for (const auto& x : findings_of(o, attribute, perf, finding_filter{&f}))
     if (x.signature.id() == id) return true;
   return false;
 }

@@ -1,8 +1,9 @@
 #pragma once
 /// \file
 /// The campaign loop (DESIGN.md section 1, flowmut-method.md "Candidate construction and
-/// selection"): profile -> construct -> filter -> select -> apply -> execute -> judge ->
-/// reward -> accept, for N rounds, over any `backend` (backend.hpp) and selection policy.
+/// selection"): round 0 judges the seed itself; then profile -> construct -> filter -> select
+/// -> apply -> execute -> judge -> localise -> reward -> accept, for N rounds, over any
+/// `backend` (backend.hpp) and selection policy.
 ///
 ///     tfg::torch::backend b;
 ///     tfg::campaign::loop<tfg::torch::backend> c(b, options, *tfg::select::make_policy("linucb"));
@@ -14,18 +15,26 @@
 /// Process model: this process (the supervisor) imports, profiles, constructs and instantiates;
 /// it never runs a mutant before a supervised worker process (`options::worker_exe worker
 /// --dir D`, speaking protocol.hpp) has run it under every configuration and survived. Only then
-/// is the mutant probed here (R(v), deferred constraints), judged and, when legal, accepted as
-/// the next seed.
+/// is the mutant probed here (R(v), deferred constraints), judged and, when healthy, accepted.
 ///
-/// Output folder (docs/campaign.md): campaign.db (SQLite: rounds, findings, metrics, meta),
-/// state.json (checkpoint for --resume), current.pt (the current seed), inputs.pt,
-/// findings/<id>/ (mutant.pt, seed.pt, inputs.pt, meta.json, worker.log), workers/<n>/ (log,
-/// current.json).
+/// Findings (docs/campaign.md, docs/oracle.md): every differential finding is localised to the
+/// first operator whose output diverges (localise.hpp) and deduplicated by that operator and
+/// the state class of its inputs. A mutant's disagreement is inherited only when it localises
+/// to the same original node as one of the seed's own (round 0) findings; everything else is
+/// new. Only healthy mutants (legal, no new finding, no new NaN/Inf in the outputs) become
+/// seeds; a corpus of accepted seeds (the original always in it) lets the campaign go back.
+///
+/// Output folder: campaign.db (SQLite: rounds, findings, metrics, meta), state.json
+/// (checkpoint for --resume), current.pt (the current seed), corpus/ (accepted seeds),
+/// inputs.pt, findings/<id>/ (mutant.pt, seed.pt, inputs.pt, meta.json, worker.log),
+/// workers/<n>/ (log, current.json).
 #include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
 #include <ctime>
+#include <utility>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -46,12 +55,16 @@
 #include "tfg/campaign/backend.hpp"
 #include "tfg/campaign/generator.hpp"
 #include "tfg/campaign/judge.hpp"
+#include "tfg/campaign/localise.hpp"
 #include "tfg/campaign/process.hpp"
 #include "tfg/campaign/protocol.hpp"
 #include "tfg/campaign/reward.hpp"
+#include "tfg/campaign/skeleton.hpp"
 #include "tfg/campaign/store.hpp"
+#include "tfg/graph/align.hpp"
 #include "tfg/metrics/metrics.hpp"
 #include "tfg/oracle/finding.hpp"
+#include "tfg/oracle/nan_propagation.hpp"
 #include "tfg/select/registry.hpp"
 #include "tfg/util/atomic_file.hpp"
 
@@ -65,7 +78,7 @@ struct options {
   fs::path out_dir;
   std::vector<fs::path> op_dirs;       ///< operator folders
   fs::path inputs_path;                ///< profiling inputs; empty: the backend's default for the seed
-  std::size_t rounds = 250;            ///< total rounds (a resumed campaign runs up to this count)
+  std::size_t rounds = 250;            ///< mutation rounds (after round 0, the seed's own judgement)
   std::uint64_t seed = 1;
   std::string policy_name = "linucb";  ///< recorded in the database
   select::ablation features = select::ablation::all();
@@ -74,22 +87,130 @@ struct options {
   std::chrono::milliseconds timeout_cap{60000};   ///< per-mutant timeout never exceeds this
   std::chrono::milliseconds timeout_floor{5000};  ///< a loaded machine can take seconds to load a model
   std::int64_t rss_limit_bytes = 0;    ///< 0: min(8 GiB, physical RAM / 2)
-  int reruns = 2;                      ///< reliability reruns of each new finding
+  int reruns = 2;                      ///< reliability reruns of each new finding, each in a fresh worker
   std::size_t metrics_every = 10;      ///< metrics checkpoint period (and the last round)
   bool resume = false;
   bool force = false;                  ///< start over in a folder that holds a campaign
   std::size_t max_seed_nodes = 4000;   ///< do not accept mutants beyond this many nodes
   int threads = 1;
+  // Acceptance and the corpus (docs/campaign.md, "Seeds, acceptance and the corpus").
+  bool accept_any = false;             ///< accept every legal mutant (findings and new NaN/Inf included)
+  std::size_t corpus_size = 8;         ///< accepted seeds kept to go back to (the original always)
+  std::size_t return_every = 25;       ///< every N rounds continue from the next corpus member; 0: never
+  double min_legal_rate = 0.5;         ///< below this legal rate over the last `legal_window` rounds: back to the original
+  std::size_t legal_window = 10;
+  bool localise = true;                ///< localise differential findings (else: attributed to the mutation)
 };
 
 /// One line of progress, for the status display.
 struct status {
   std::size_t round = 0, rounds = 0;
   double rounds_per_s = 0;
-  std::size_t legal = 0, executed = 0, findings = 0, instances = 0;
+  std::size_t legal = 0, executed = 0, findings = 0, instances = 0, inherited = 0;
   metrics::snapshot metrics;
   std::string last;  ///< what the round did, one phrase
 };
+
+/// An attributor for findings of the model in `req.model`: differential verdicts are
+/// localised (a trace for op-by-op pairs, a bisection of cuts otherwise), crashes are localised
+/// by bisection, everything else (metamorphic, performance, hangs, out of memory) is attributed
+/// as `fallback` (the mutation). Positions refer to the model as the worker imports the file:
+/// its structure comes from the worker (a `describe` request, once, on the first
+/// localisation), so this process never imports a file a worker may not survive. When `judged`
+/// is given (the in-memory model the file was exported from, whose node ids the campaign
+/// tracks), the culprit is mapped onto it by node-kind alignment (graph/align.hpp). `step`
+/// sends one request to a worker and replaces it when it dies. `judged` must outlive the result.
+template <class Backend>
+[[nodiscard]] attributor localising_attributor(worker_request req, attribution fallback, std::vector<config_desc> configs,
+                                               step_function step,
+                                               const typename Backend::model_type* judged = nullptr) {
+  struct lazy {
+    bool asked = false;
+    std::optional<skeleton> structure;
+    std::optional<skeleton_graph> graph;
+    std::string why_not;
+    std::optional<std::vector<graph::node_id>> to_judged;
+  };
+  auto cache = std::make_shared<lazy>();
+  return [cache, judged, req = std::move(req), fallback = std::move(fallback), configs = std::move(configs),
+          step = std::move(step)](const run_outcome& o, const oracle::verdict* v, oracle::finding_kind k) {
+    using K = oracle::finding_kind;
+    const bool crash = o.process_failed() && o.exchange.kind == outcome::signaled;
+    if (!v && !crash) return fallback;
+    if (v && (k == K::metamorphic || k == K::performance)) return fallback;
+    auto config = [&](std::string_view name) -> const config_desc* {
+      for (const auto& c : configs)
+        if (c.name == name) return &c;
+      return nullptr;
+    };
+    attribution at = fallback;
+    if (!cache->asked) {
+      cache->asked = true;
+      auto d = req;
+      d.op = request_op::describe;
+      const auto r = step(d);
+      try {
+        if (r.reply && r.reply->ok && r.reply->structure) {
+          cache->structure = *r.reply->structure;
+          cache->graph.emplace(build_graph(*cache->structure));
+        } else {
+          cache->why_not = "the worker could not describe the model: " +
+                           (r.process_failed() ? std::string(to_string(r.exchange.kind))
+                                               : r.reply ? r.reply->error : r.reply_error);
+        }
+      } catch (const std::exception& e) {
+        cache->why_not = std::string("the worker's description of the model is malformed: ") + e.what();
+      }
+    }
+    if (!cache->graph) {
+      at.note = cache->why_not;
+      return at;
+    }
+    const auto& g = *cache->graph;
+    localiser<skeleton_graph> loc(
+        g, [&](graph::edge_id e) { return g.data(e); }, [&](graph::node_id n) { return g.data(n); });
+    worker_request base = req;
+    base.seed_model.clear();
+    std::vector<graph::edge_id> outs;
+    bool op_by_op = false;
+    if (v) {
+      base.config_a = v->config_a;
+      base.config_b = v->config_b;
+      base.input = v->input_index == oracle::no_index ? 0 : v->input_index;
+      outs = output_edges(g, *cache->structure, v->output_path);
+      const auto* ca = config(v->config_a);
+      const auto* cb = config(v->config_b);
+      op_by_op = ca && cb && ca->op_by_op && cb->op_by_op;
+    } else {
+      const auto* cb = config(o.running_config);
+      if (!cb) return fallback;  // died while loading or comparing: nothing to bisect
+      base.config_b = cb->name;
+      base.config_a = cb->reference.empty() ? cb->name : cb->reference;
+      base.input = 0;
+      outs = output_edges(g, *cache->structure, "");
+    }
+    const auto l = loc.run(base, outs, op_by_op, crash, step);
+    at.note = l.note;
+    at.runs = l.runs;
+    if (!l.localised) return at;
+    at.localised = true;
+    at.culprit_op = l.op;
+    at.position = l.position;
+    at.inputs = l.inputs;
+    at.states = l.states;
+    at.divergence = l.divergence.message;
+    if (!l.inputs.empty()) at.dtype = l.inputs.substr(0, l.inputs.find(' '));
+    at.node = graph::no_node;
+    if (judged && l.node != graph::no_node) {
+      if (!cache->to_judged)
+        cache->to_judged = graph::align_by_kind(
+            g, [&](graph::node_id n) { return g.data(n); }, Backend::graph(*judged),
+            [&](graph::node_id n) { return std::string(Backend::kind(*judged, n)); });
+      at.node = graph::index(l.node) < cache->to_judged->size() ? (*cache->to_judged)[graph::index(l.node)] : graph::no_node;
+    }
+    return at;
+  };
+}
 
 /// A campaign over one seed with backend `Backend` and selection policy `Policy`. Not
 /// thread-safe; one per process (the worker's event recorder and the folder lock are
@@ -103,6 +224,7 @@ class loop {
   using status_callback = std::function<void(const status&)>;
   using generator_type = generator<Backend, Policy>;
   using model_type = typename Backend::model_type;
+  using profile_type = typename Backend::profile_type;
   using mutant_type = typename Backend::mutant_type;
   using failure_type = typename Backend::failure_type;
 
@@ -119,17 +241,24 @@ class loop {
     setup();
     const auto t0 = std::chrono::steady_clock::now();
     const std::size_t first = round_;
-    while (round_ < opt_.rounds && !stop_requested()) {
+    auto report = [&] {
+      if (!on_status) return;
+      status_.round = round_;
+      status_.rounds = opt_.rounds;
+      const double s = ms_since(t0) / 1000.0;
+      status_.rounds_per_s = s > 0 ? static_cast<double>(round_ - first) / s : 0;
+      on_status(status_);
+    };
+    if (round_ == 0) {
+      judge_seed();
+      checkpoint();
+      report();
+    }
+    while (round_ <= opt_.rounds && !stop_requested()) {
       one_round();
       ++round_;
       checkpoint();
-      if (on_status) {
-        status_.round = round_;
-        status_.rounds = opt_.rounds;
-        const double s = ms_since(t0) / 1000.0;
-        status_.rounds_per_s = s > 0 ? static_cast<double>(round_ - first) / s : 0;
-        on_status(status_);
-      }
+      report();
     }
     if (worker_) worker_->shutdown();
   }
@@ -143,6 +272,15 @@ class loop {
   [[nodiscard]] const status& progress() const noexcept { return status_; }
 
  private:
+  /// One accepted seed the campaign can continue from, with the disagreements it carries
+  /// (inherited roots: finding-key -> signature).
+  struct member {
+    fs::path file;  ///< relative to the campaign folder
+    model_type model;
+    profile_type profile;
+    std::map<std::string, oracle::finding_signature> roots;
+  };
+
   static volatile std::sig_atomic_t& stop_flag() {
     static volatile std::sig_atomic_t f = 0;
     return f;
@@ -154,6 +292,7 @@ class loop {
     fs::create_directories(opt_.out_dir / "workers");
     fs::create_directories(opt_.out_dir / "findings");
     fs::create_directories(opt_.out_dir / "work");
+    fs::create_directories(opt_.out_dir / "corpus");
     lock_folder();
     const auto db_path = opt_.out_dir / "campaign.db";
     const bool had_state = fs::exists(opt_.out_dir / "state.json");
@@ -163,8 +302,10 @@ class loop {
     if (opt_.force && !opt_.resume) {
       for (const char* f : {"campaign.db", "campaign.db-wal", "campaign.db-shm", "state.json", "current.pt"})
         fs::remove(opt_.out_dir / f);
-      fs::remove_all(opt_.out_dir / "findings");
-      fs::create_directories(opt_.out_dir / "findings");
+      for (const char* d : {"findings", "corpus"}) {
+        fs::remove_all(opt_.out_dir / d);
+        fs::create_directories(opt_.out_dir / d);
+      }
     }
     auto opened = store::open(db_path);
     if (!opened) throw std::runtime_error(db_path.string() + ": " + opened.error());
@@ -172,6 +313,8 @@ class loop {
 
     gen_.emplace(b_, generator_options{opt_.op_dirs, opt_.seed, opt_.features, true}, std::move(*policy_));
     policy_.reset();
+    for (const auto& [op, rule] : gen_->pool().requirements.nan_rules)
+      if (auto r = oracle::parse_nan_rule(rule)) nan_rules_.emplace(op, *r);
 
     nlohmann::json state;
     std::optional<model_type> seed;
@@ -179,15 +322,14 @@ class loop {
       if (!had_state) throw std::runtime_error(opt_.out_dir.string() + ": nothing to resume (no state.json)");
       std::ifstream in(opt_.out_dir / "state.json");
       state = nlohmann::json::parse(in);
-      seed_path_ = opt_.out_dir / state.at("seed").get<std::string>();
-      seed.emplace(b_.load(seed_path_));
+      seed.emplace(b_.load(opt_.out_dir / state.at("seed").get<std::string>()));
       inputs_.emplace(b_.load_inputs(opt_.out_dir / "inputs.pt"));
     } else {
       seed.emplace(b_.load(opt_.seed_model));
       inputs_.emplace(b_.seed_inputs(*seed, opt_.seed_model, opt_.inputs_path));
       b_.save_inputs(*inputs_, opt_.out_dir / "inputs.pt");
-      seed_path_ = opt_.out_dir / "current.pt";
-      b_.save(*seed, seed_path_);
+      b_.save(*seed, opt_.out_dir / "current.pt");
+      fs::copy_file(opt_.out_dir / "current.pt", opt_.out_dir / "corpus" / "0.pt", fs::copy_options::overwrite_existing);
       store_->set_meta("seed_model", fs::absolute(opt_.seed_model).string());
       store_->set_meta("policy", opt_.policy_name);
       store_->set_meta("seed", std::to_string(opt_.seed));
@@ -206,10 +348,11 @@ class loop {
     space_ = b_.metrics_space(universe_);
     tracker_.emplace(space_);
 
-    if (opt_.resume) restore(state);
     spawn_worker();
     calibrate();
     gen_->profile_and_set_seed(std::move(*seed), *inputs_);
+    if (opt_.resume) restore(state);
+    else corpus_.push_back({fs::path("corpus") / "0.pt", gen_->current(), gen_->current_profile(), {}});
   }
 
   void lock_folder() {
@@ -229,6 +372,7 @@ class loop {
   }
 
   void spawn_worker() {
+    if (worker_) worker_->shutdown();
     spawn_options so;
     const auto dir = opt_.out_dir / "workers" / std::to_string(worker_serial_);
     fs::create_directories(dir);
@@ -250,34 +394,33 @@ class loop {
   }
 
   /// Runs the request in the worker and reads the outcome (the write-ahead record names the
-  /// configuration a dead worker was running).
+  /// configuration a dead worker was running); a dead worker is replaced.
   run_outcome execute(const worker_request& req, std::chrono::milliseconds timeout) {
     auto ex = worker_->exchange(to_line(req), timeout);
     const bool died = ex.kind != outcome::reply;
-    return make_outcome(std::move(ex), died ? running_config() : std::string());
+    auto o = make_outcome(std::move(ex), died ? running_config() : std::string());
+    if (died) spawn_worker();
+    return o;
   }
 
-  /// Runs the seed itself twice under every configuration: the second run's time sets the
-  /// per-mutant timeout (max(floor, 10 x seed time), at most the cap), and its verdicts are the
-  /// seed's own baseline (differences a mutant inherits are not attributed to the mutation).
+  /// Runs the seed twice under every configuration: the second run's time sets the per-mutant
+  /// timeout (max(floor, 10 x seed time), at most the cap); its outcome is round 0's.
   void calibrate() {
-    std::optional<worker_reply> base;
     double ms = 0;
     for (int i = 0; i < 2; ++i) {
-      auto o = execute(request(seed_path_), opt_.timeout_cap);
+      auto o = execute(request(opt_.out_dir / "current.pt"), opt_.timeout_cap);
       if (o.process_failed())
         throw std::runtime_error("the seed model fails in the worker (" + std::string(to_string(o.exchange.kind)) +
                                  "): " + o.exchange.log.substr(o.exchange.log.size() > 2000 ? o.exchange.log.size() - 2000 : 0));
       if (!o.reply) throw std::runtime_error("the worker's reply on the seed is unreadable: " + o.reply_error);
       if (!o.reply->ok) throw std::runtime_error("the seed model does not load in the worker: " + o.reply->error);
-      base = std::move(o.reply);
       ms = o.exchange.wall_ms;
+      seed_outcome_ = std::move(o);
     }
     timeout_ = std::clamp(std::chrono::milliseconds(static_cast<std::int64_t>(10 * ms)),
                           std::min(opt_.timeout_floor, opt_.timeout_cap), opt_.timeout_cap);
     store_->set_meta("timeout_ms", std::to_string(timeout_.count()));
-    if (!opt_.resume) baseline_ = verdict_keys(*base);
-    perf_.seed_times = base->config_times();
+    perf_.seed_times = seed_outcome_->reply->config_times();
   }
 
   [[nodiscard]] worker_request request(const fs::path& model_path) const {
@@ -290,28 +433,122 @@ class loop {
     return r;
   }
 
-  [[nodiscard]] static std::string verdict_key(const oracle::verdict& v) {
-    return std::string(oracle::to_string(v.kind)) + "|" + v.config_a + "|" + v.config_b;
+  [[nodiscard]] const config_desc* config(std::string_view name) const {
+    for (const auto& c : configs_)
+      if (c.name == name) return &c;
+    return nullptr;
   }
 
-  [[nodiscard]] static std::set<std::string> verdict_keys(const worker_reply& reply) {
-    std::set<std::string> keys;
-    for (const auto& v : reply.verdicts) keys.insert(verdict_key(v));
-    return keys;
+  // ---- round 0: the seed ---------------------------------------------------------------------
+
+  /// The unmutated seed judged like any mutant: its disagreements (localised) and vanished NaN
+  /// are findings, and become the roots its mutants may inherit; its trace is the novelty
+  /// baseline.
+  void judge_seed() {
+    round_record rec;
+    rec.round = 0;
+    rec.policy = opt_.policy_name;
+    rec.model_hash = gen_->seed_hash();
+    rec.op = "(seed)";
+    rec.site = "the unmutated seed";
+    rec.verdict = round_verdict::legal;
+    const auto [seed_ms, influence_ms] = gen_->take_seed_times();
+    rec.phase_ms["profile"] = seed_ms;
+    rec.phase_ms["influence"] = influence_ms;
+    const auto t = std::chrono::steady_clock::now();
+    const auto& o = *seed_outcome_;
+    const auto req = request(opt_.out_dir / "current.pt");
+    attribution none;
+    none.culprit_op = "(seed)";
+    const auto& seed_model = gen_->current();
+    std::vector<std::string> ids;
+    if (const auto err = reference_error(*o.reply); !err.empty())
+      throw std::runtime_error("the seed fails in its reference configuration: " + first_line(err));
+    for (const auto& f : findings_of(o, attributor_for(seed_model, req, none), nullptr)) {
+      ids.push_back(record_finding(f, rec, req, opt_.out_dir / "current.pt"));
+      corpus_root(f);
+    }
+    for (auto& f : nan_findings(seed_model, gen_->current_profile(), none)) {
+      ids.push_back(record_finding(f, rec, req, opt_.out_dir / "current.pt"));
+      corpus_root(f);
+    }
+    if (!ids.empty()) {
+      rec.verdict = round_verdict::finding;
+      for (const auto& id : ids) rec.reason += (rec.reason.empty() ? "" : ",") + id;
+    }
+    const auto nov = novelty_.observe_sets(o.reply->labels, o.reply->transition_labels());
+    rec.new_labels = static_cast<std::int64_t>(nov.new_labels);
+    rec.new_transitions = static_cast<std::int64_t>(nov.new_transitions);
+    rec.phase_ms["judge"] = ms_since(t);
+    status_.last = ids.empty() ? "seed agrees in every configuration" : "seed: " + std::to_string(ids.size()) + " finding(s)";
+    finish_round(rec);
+    ++round_;
+  }
+
+  /// The seed's finding `f` becomes a root of the current corpus member (its mutants inherit
+  /// a disagreement localised to the same node).
+  void corpus_root(const observed_finding& f) {
+    if (f.where.node == graph::no_node || corpus_.empty()) return;
+    corpus_[current_].roots.emplace(root_key(f.signature.kind, f.signature.config_a, f.signature.config_b, f.where.node),
+                                    f.signature);
+  }
+
+  [[nodiscard]] static std::string root_key(oracle::finding_kind k, const std::string& a, const std::string& b,
+                                            graph::node_id n) {
+    return std::string(oracle::to_string(k)) + "|" + a + "|" + b + "|" + std::to_string(graph::index(n));
+  }
+
+  // ---- attribution and localisation ----------------------------------------------------------
+
+  /// An attributor for findings of `m` (exported as `req.model`), localising in the worker;
+  /// culprits are nodes of `m`.
+  [[nodiscard]] attributor attributor_for(const model_type& m, const worker_request& req, attribution fallback) {
+    if (!opt_.localise) return fixed_attribution(std::move(fallback));
+    auto r = req;
+    r.id = static_cast<std::int64_t>(round_);
+    return localising_attributor<Backend>(std::move(r), std::move(fallback), configs_,
+                                          [this](const worker_request& q) { return execute(q, timeout_); }, &m);
+  }
+
+  /// Findings of the NaN-propagation oracle on a profiled model (F(e) only, no execution).
+  [[nodiscard]] std::vector<observed_finding> nan_findings(const model_type& m, const profile_type& p,
+                                                           const attribution& fallback) const {
+    std::vector<observed_finding> out;
+    const auto& g = Backend::graph(m);
+    const auto found = oracle::nan_vanished(
+        g, [&](graph::node_id n) { return std::string(Backend::kind(m, n)); },
+        [&](graph::edge_id e) { return Backend::edge_profile(p, e); }, nan_rules_);
+    std::vector<std::size_t> pos(g.node_capacity(), 0);
+    std::size_t i = 0;
+    for (auto n : g.topological_order()) pos[graph::index(n)] = i++;
+    for (const auto& v : found) {
+      attribution at = fallback;
+      at.localised = true;
+      at.culprit_op = std::string(Backend::kind(m, v.node));
+      at.node = v.node;
+      at.position = static_cast<std::int64_t>(pos[graph::index(v.node)]);
+      at.inputs.clear();
+      for (auto e : g.inputs(v.node))
+        if (const auto* ep = Backend::edge_profile(p, e); ep && v.run < ep->runs.size() && ep->runs[v.run].kind == state::value_kind::tensor)
+          at.inputs += (at.inputs.empty() ? "" : "; ") + state::class_of(ep->runs[v.run]);
+      if (!at.inputs.empty()) at.dtype = at.inputs.substr(0, at.inputs.find(' '));
+      at.divergence = v.message;
+      out.push_back({signature_of(oracle::finding_kind::nan_vanished, "", "", at), v.message, at});
+    }
+    return out;
   }
 
   // ---- one round -----------------------------------------------------------------------------
 
   void one_round() {
     using clk = std::chrono::steady_clock;
+    maybe_switch_seed();
     round_record rec;
     rec.round = static_cast<std::int64_t>(round_);
     rec.policy = opt_.policy_name;
     rec.model_hash = gen_->seed_hash();
-    // The first round pays for profiling the initial seed (later seeds are paid by the round
-    // that accepted them, under "reseed" and "influence").
     if (const auto [seed_ms, influence_ms] = gen_->take_seed_times(); seed_ms + influence_ms > 0) {
-      rec.phase_ms["profile"] = seed_ms;
+      rec.phase_ms["reseed"] = seed_ms;
       rec.phase_ms["influence"] = influence_ms;
     }
 
@@ -335,6 +572,7 @@ class loop {
       rec.verdict = round_verdict::rejected;
       rec.reason = f->message;
       status_.last = "rejected " + op.name;
+      gen_->reject(pick);
       finish_round(rec);
       return;
     }
@@ -348,50 +586,75 @@ class loop {
       rec.phase_ms["export"] = ms_since(t);
       rec.verdict = round_verdict::rejected;
       rec.reason = std::string("export: ") + e.what();
+      gen_->reject(pick);
       finish_round(rec);
       return;
     }
     rec.phase_ms["export"] = ms_since(t);
 
-    // Execute in the worker.
+    // Execute in the worker (with the metamorphic check when the operator claims to preserve
+    // values).
     t = clk::now();
-    const auto req = request(mutant_path);
+    auto req = request(mutant_path);
+    if (op.preserves_values) {
+      req.seed_model = fs::absolute(opt_.out_dir / "current.pt").string();
+      req.meta_atol = op.atol.value_or(0.0);
+      req.meta_rtol = op.rtol.value_or(0.0);
+    }
     auto out = execute(req, timeout_);
     rec.phase_ms["execute"] = ms_since(t);
     ++status_.executed;
     rec.extra_json = nlohmann::json{{"elements", pick.elements()}}.dump();
 
     t = clk::now();
-    const attribution at = attribution_of(mu, b, op);
+    const attribution at = mutation_attribution(mu, b, op);
     double reward = 0;
     if (out.process_failed()) {
-      // The framework killed the worker (or we did): a crash-class finding.
-      auto sig = process_signature(out, at);
-      spawn_worker();  // the old one is dead; reruns need a live one
+      // The framework killed the worker (or we did): a crash-class finding, localised by
+      // bisection for crashes.
+      const auto loc0 = clk::now();
+      const auto found = findings_of(out, attributor_for(Backend::mutant_model(mu), req, at), nullptr);
+      rec.phase_ms["localise"] = ms_since(loc0);
       rec.verdict = round_verdict::finding;
-      rec.reason = record_finding(sig, process_message(sig, out, timeout_.count()) + "\n" + out.exchange.log, op, rec,
-                                  req, at);
-      status_.last = std::string(oracle::to_string(sig.kind)) + " in " + op.name;
+      for (const auto& f : found) {
+        auto g = f;
+        g.message = process_message(f.signature, out, timeout_.count()) + "\n" + out.exchange.log;
+        rec.reason += (rec.reason.empty() ? "" : ",") + record_finding(g, rec, req, mutant_path);
+      }
+      status_.last = std::string(found.empty() ? "crash" : oracle::to_string(found[0].signature.kind)) + " in " + op.name;
+      record_window(true);
     } else {
       judge_reply(out, mu, op, pick, b, at, rec, req, reward);
     }
-    rec.phase_ms["judge"] = ms_since(t) - accept_ms_;
+    rec.phase_ms["judge"] = ms_since(t) - accept_ms_ - rec.phase_ms["localise"];
     accept_ms_ = 0;
     gen_->feedback(pick, reward);
     rec.reward = reward;
     finish_round(rec);
   }
 
-  void finish_round(const round_record& rec) {
+  void finish_round(round_record rec) {
+    if (!switched_.empty()) notes_.insert(notes_.begin(), std::exchange(switched_, {}));
+    if (!notes_.empty()) {
+      auto j = nlohmann::json::parse(rec.extra_json.empty() ? "{}" : rec.extra_json, nullptr, false);
+      if (j.is_discarded()) j = nlohmann::json::object();
+      j["notes"] = std::exchange(notes_, {});
+      rec.extra_json = j.dump();
+    }
     store_->put_round(rec);
     record_metrics();
   }
 
-  /// Metric checkpoints: after round 0, every metrics_every rounds, and after the last round
-  /// (also after rounds that end early, so every recorded round has a curve point near it).
+  /// Metric checkpoints: after round 0, every metrics_every rounds, and after the last round.
   void record_metrics() {
-    if (round_ == 0 || (round_ + 1) % opt_.metrics_every == 0 || round_ + 1 == opt_.rounds)
+    if (round_ == 0 || round_ % opt_.metrics_every == 0 || round_ == opt_.rounds)
       store_->put_metrics(static_cast<std::int64_t>(round_), metrics_map());
+  }
+
+  /// Records whether an executed round was legal, for the legal-rate rule of the corpus.
+  void record_window(bool legal) {
+    window_.push_back(legal);
+    while (window_.size() > opt_.legal_window) window_.pop_front();
   }
 
   void judge_reply(const run_outcome& out, mutant_type& mu, const match::compiled_operator& op,
@@ -404,18 +667,20 @@ class loop {
       return;
     }
     const auto& reply = *out.reply;
+    const auto& mm = Backend::mutant_model(mu);
     // The reference configuration must run; its failure is a violated precondition (illegal)
     // unless the framework reports an internal assert (a finding).
     if (const auto ref_error = reference_error(reply); !ref_error.empty()) {
       if (is_internal_error(ref_error)) {
-        const auto found = findings_of(out, at);
+        const auto found = findings_of(out, attributor_for(mm, req, at), nullptr);
         rec.verdict = round_verdict::finding;
-        rec.reason = record_finding(found.at(0).signature, ref_error, op, rec, req, at);
+        for (const auto& f : found) rec.reason += (rec.reason.empty() ? "" : ",") + record_finding(f, rec, req, req.model);
       } else {
         rec.verdict = round_verdict::illegal;
         rec.reason = "reference fails: " + first_line(ref_error);
         status_.last = "illegal " + op.name;
       }
+      record_window(false);
       return;
     }
     // Legality on the mutant's own state (safe now: the worker ran it op by op).
@@ -423,73 +688,146 @@ class loop {
       rec.verdict = round_verdict::illegal;
       rec.reason = f->message;
       status_.last = "illegal " + op.name;
+      record_window(false);
       return;
     }
     ++status_.legal;
+    record_window(true);
     rec.verdict = round_verdict::legal;
-    // Differential and performance findings not already shown by the seed.
+    // Findings: new unless localised to a root the current seed carries.
     std::vector<std::string> ids;
-    for (const auto& f : findings_of(out, at, &perf_)) {
-      const auto& s = f.signature;
-      if (s.kind != oracle::finding_kind::performance &&
-          baseline_.count(std::string(oracle::to_string(verdict_kind_of(s))) + "|" + s.config_a + "|" + s.config_b))
-        continue;
-      ids.push_back(record_finding(s, f.message, op, rec, req, at));
-    }
-    // Metamorphic: only over finite seed outputs (NaN/Inf a seed already carries, from an earlier
-    // accepted mutation, make "the same values" ill-defined).
-    const auto& seed_profile = gen_->current_profile();
-    if (op.preserves_values && Backend::outputs_finite(seed_profile)) {
-      const double atol = op.atol.value_or(0.0), rtol = op.rtol.value_or(0.0);
-      const double ex = Backend::output_excess(Backend::mutant_profile(mu), seed_profile, atol, rtol);
-      if (ex > 0) {
-        oracle::finding_signature sig{oracle::finding_kind::metamorphic, "seed", "mutant", at.culprit_op, at.dtype,
-                                      at.device, op.name};
-        ids.push_back(record_finding(sig, op.name + " claims to preserve values; an output differs by " +
-                                              std::to_string(ex) + " beyond its tolerance",
-                                     op, rec, req, at));
+    std::vector<observed_finding> shown;  // localised findings this mutant shows (roots if it is accepted)
+    std::size_t inherited = 0;
+    const auto l0 = std::chrono::steady_clock::now();
+    auto consider = [&](const observed_finding& f) {
+      if (auto root = inherited_root(f)) {
+        ++inherited;
+        (void)store_->add_finding(*root, rec.round, first_line(f.message), (fs::path("findings") / root->id()).string());
+        ++status_.instances;
+        return;
       }
-    }
+      ids.push_back(record_finding(f, rec, req, req.model));
+      if (f.where.localised && f.where.node != graph::no_node) shown.push_back(f);
+    };
+    for (const auto& f : findings_of(out, attributor_for(mm, req, at), &perf_)) consider(f);
+    for (const auto& f : nan_findings(mm, Backend::mutant_profile(mu), at)) consider(f);
+    rec.phase_ms["localise"] = ms_since(l0);
+    status_.inherited += inherited;
     if (!ids.empty()) {
       rec.verdict = round_verdict::finding;
       for (const auto& id : ids) rec.reason += (rec.reason.empty() ? "" : ",") + id;
+    } else if (inherited) {
+      rec.reason = std::to_string(inherited) + " disagreement(s) inherited from the seed";
     }
     // Reward: novelty of the runtime trace (the reference ran, so the execution completed).
-    const auto transitions = reply.transition_labels();
-    const auto nov = novelty_.observe_sets(reply.labels, transitions);
+    const auto nov = novelty_.observe_sets(reply.labels, reply.transition_labels());
     reward = nov.reward;
     rec.new_labels = static_cast<std::int64_t>(nov.new_labels);
     rec.new_transitions = static_cast<std::int64_t>(nov.new_transitions);
     // Metrics over legal test cases.
-    tracker_->observe(b_.observe(Backend::mutant_model(mu), Backend::mutant_profile(mu)));
-    // Accept: the mutant becomes the next seed (its probe is its profile).
-    if (Backend::graph(Backend::mutant_model(mu)).node_count() <= opt_.max_seed_nodes) {
-      rec.accepted = true;
-      // The mutant was exported for the worker already: publish that file, do not export again.
-      fs::copy_file(req.model, opt_.out_dir / "current.pt.tmp", fs::copy_options::overwrite_existing);
-      fs::rename(opt_.out_dir / "current.pt.tmp", opt_.out_dir / "current.pt");
-      baseline_ = verdict_keys(reply);
-      perf_.seed_times = reply.config_times();
-      gen_->set_seed(std::move(Backend::mutant_model(mu)), std::move(Backend::mutant_profile(mu)), *inputs_);
-      const auto [setup_ms, influence_ms] = gen_->take_seed_times();  // this round pays for the new seed
-      rec.phase_ms["reseed"] += setup_ms;
-      rec.phase_ms["influence"] += influence_ms;
-      accept_ms_ = setup_ms + influence_ms;
+    tracker_->observe(b_.observe(mm, Backend::mutant_profile(mu)));
+    // Accept: a healthy mutant becomes the next seed (its probe is its profile).
+    std::string why_not;
+    if (Backend::graph(mm).node_count() > opt_.max_seed_nodes) why_not = "too large";
+    else if (!opt_.accept_any && !ids.empty()) why_not = "it produced a finding";
+    else if (!opt_.accept_any && special_outputs(mm, Backend::mutant_profile(mu)) >
+                                     special_outputs(gen_->current(), gen_->current_profile()))
+      why_not = "its outputs carry NaN/Inf the seed's do not";
+    if (why_not.empty()) {
+      accept(mu, req, reply, rec, shown);
+    } else {
+      notes_.push_back("not accepted: " + why_not);
     }
     if (status_.last.empty() || rec.verdict == round_verdict::legal) status_.last = "legal " + op.name;
   }
 
-  /// The verdict kind a differential finding kind comes from (for the seed's baseline keys).
-  [[nodiscard]] static oracle::verdict_kind verdict_kind_of(const oracle::finding_signature& s) {
-    using K = oracle::finding_kind;
-    using V = oracle::verdict_kind;
-    switch (s.kind) {
-      case K::numeric: return V::numeric_mismatch;
-      case K::nan_inf: return V::nan_inf_mismatch;
-      case K::state: return V::state_mismatch;
-      case K::exception: return V::error_in_one;
-      default: return V::equal;
+  /// NaN and Inf elements over the graph outputs of a profiled model.
+  [[nodiscard]] static std::uint64_t special_outputs(const model_type& m, const profile_type& p) {
+    std::uint64_t n = 0;
+    for (auto e : Backend::graph(m).graph_outputs())
+      if (const auto* ep = Backend::edge_profile(p, e))
+        for (const auto& s : ep->runs) n += s.numbers.nan_count + s.numbers.inf_count;
+    return n;
+  }
+
+  /// The root of the current seed a finding is inherited from: the same kind and pair,
+  /// localised to the same original node.
+  [[nodiscard]] std::optional<oracle::finding_signature> inherited_root(const observed_finding& f) const {
+    if (!f.where.localised || f.where.node == graph::no_node || corpus_.empty()) return std::nullopt;
+    const auto& roots = corpus_[current_].roots;
+    const auto it = roots.find(root_key(f.signature.kind, f.signature.config_a, f.signature.config_b, f.where.node));
+    if (it == roots.end()) return std::nullopt;
+    // The node must be the seed's own (same kind): a node the mutation added has a new id.
+    const auto& seed_graph = Backend::graph(gen_->current());
+    if (graph::index(f.where.node) >= seed_graph.node_capacity() || !seed_graph.alive(f.where.node) ||
+        std::string(Backend::kind(gen_->current(), f.where.node)) != f.where.culprit_op)
+      return std::nullopt;
+    return it->second;
+  }
+
+  /// Makes the mutant the current seed and a corpus member.
+  void accept(mutant_type& mu, const worker_request& req, const worker_reply& reply, round_record& rec,
+              const std::vector<observed_finding>& shown) {
+    rec.accepted = true;
+    // The mutant was exported for the worker already: publish that file, do not export again.
+    fs::copy_file(req.model, opt_.out_dir / "current.pt.tmp", fs::copy_options::overwrite_existing);
+    fs::rename(opt_.out_dir / "current.pt.tmp", opt_.out_dir / "current.pt");
+    perf_.seed_times = reply.config_times();
+    // The new seed carries its parent's roots and whatever this mutant showed (--accept any):
+    // the same node ids, since the mutant is a rewrite of its parent.
+    auto roots = corpus_.empty() ? std::map<std::string, oracle::finding_signature>{} : corpus_[current_].roots;
+    for (const auto& f : shown)
+      roots.emplace(root_key(f.signature.kind, f.signature.config_a, f.signature.config_b, f.where.node), f.signature);
+    gen_->set_seed(std::move(Backend::mutant_model(mu)), std::move(Backend::mutant_profile(mu)), *inputs_);
+    const auto [setup_ms, influence_ms] = gen_->take_seed_times();  // this round pays for the new seed
+    rec.phase_ms["reseed"] += setup_ms;
+    rec.phase_ms["influence"] += influence_ms;
+    accept_ms_ = setup_ms + influence_ms;
+    // The corpus: replace the oldest member but the original when full.
+    const auto file = fs::path("corpus") / (std::to_string(round_) + ".pt");
+    fs::copy_file(opt_.out_dir / "current.pt", opt_.out_dir / file, fs::copy_options::overwrite_existing);
+    member m{file, gen_->current(), gen_->current_profile(), std::move(roots)};
+    if (corpus_.size() < std::max<std::size_t>(opt_.corpus_size, 2)) {
+      corpus_.push_back(std::move(m));
+      current_ = corpus_.size() - 1;
+    } else {
+      const std::size_t victim = corpus_.size() > 1 ? 1 : 0;
+      if (victim != 0) {
+        std::error_code ec;
+        fs::remove(opt_.out_dir / corpus_[victim].file, ec);
+        corpus_.erase(corpus_.begin() + static_cast<std::ptrdiff_t>(victim));
+      }
+      corpus_.push_back(std::move(m));
+      current_ = corpus_.size() - 1;
     }
+  }
+
+  /// The corpus schedule: every `return_every` rounds the next member (round robin), and back
+  /// to the original when the legal rate of the last `legal_window` executed rounds drops
+  /// below `min_legal_rate`.
+  void maybe_switch_seed() {
+    if (corpus_.size() < 2 && current_ == 0) return;
+    std::optional<std::size_t> to;
+    std::string why;
+    if (window_.size() >= opt_.legal_window && opt_.legal_window > 0) {
+      const auto legal = static_cast<double>(std::count(window_.begin(), window_.end(), true));
+      if (legal / static_cast<double>(window_.size()) < opt_.min_legal_rate && current_ != 0) {
+        to = 0;
+        why = "legal rate " + std::to_string(static_cast<int>(100 * legal / static_cast<double>(window_.size()))) + "%";
+      }
+    }
+    if (!to && opt_.return_every > 0 && round_ > 1 && (round_ - 1) % opt_.return_every == 0 && corpus_.size() > 1) {
+      to = (current_ + 1) % corpus_.size();
+      why = "schedule";
+    }
+    if (!to || *to == current_) return;
+    current_ = *to;
+    window_.clear();
+    const auto& m = corpus_[current_];
+    fs::copy_file(opt_.out_dir / m.file, opt_.out_dir / "current.pt.tmp", fs::copy_options::overwrite_existing);
+    fs::rename(opt_.out_dir / "current.pt.tmp", opt_.out_dir / "current.pt");
+    gen_->set_seed(m.model, m.profile, *inputs_);
+    switched_ = "continued from corpus member " + m.file.string() + " (" + why + ")";
   }
 
   // ---- findings ------------------------------------------------------------------------------
@@ -509,9 +847,10 @@ class loop {
     return "f32";
   }
 
-  /// To whom a finding of this round is attributed: the first non-prim kind the mutation
-  /// added, else the kind that produces the anchor.
-  [[nodiscard]] attribution attribution_of(mutant_type& mu, const match::bindings& b, const match::compiled_operator& op) const {
+  /// The mutation's attribution (when a finding is not localised): the first non-prim kind the
+  /// mutation added, else the kind that produces the anchor.
+  [[nodiscard]] attribution mutation_attribution(mutant_type& mu, const match::bindings& b,
+                                                 const match::compiled_operator& op) const {
     attribution at;
     at.dtype = dtype_of(mu);
     const auto& mm = Backend::mutant_model(mu);
@@ -537,11 +876,11 @@ class loop {
   }
 
   /// Stores one instance of a finding. A new signature gets its folder first (published
-  /// atomically), then its database row (the commit is the report), then reliability reruns.
-  /// Returns the signature id.
-  std::string record_finding(const oracle::finding_signature& sig, const std::string& message,
-                             const match::compiled_operator& op, const round_record& rec, const worker_request& req,
-                             const attribution& at) {
+  /// atomically), then its database row (the commit is the report), then reliability reruns
+  /// in fresh workers. Returns the signature id.
+  std::string record_finding(const observed_finding& f, const round_record& rec, const worker_request& req,
+                             const fs::path& model_file) {
+    const auto& sig = f.signature;
     const auto id = sig.id();
     const bool known = known_findings_.count(id) > 0;
     const auto rel_dir = fs::path("findings") / id;
@@ -549,36 +888,45 @@ class loop {
       const auto staging = opt_.out_dir / "work" / ("staging-" + id);
       fs::remove_all(staging);
       fs::create_directories(staging);
-      fs::copy_file(req.model, staging / "mutant.pt", fs::copy_options::overwrite_existing);
+      fs::copy_file(model_file, staging / "mutant.pt", fs::copy_options::overwrite_existing);
       fs::copy_file(opt_.out_dir / "inputs.pt", staging / "inputs.pt", fs::copy_options::overwrite_existing);
       // The seed the mutant was made from (the metamorphic oracle's reference; reduction's start).
       fs::copy_file(opt_.out_dir / "current.pt", staging / "seed.pt", fs::copy_options::overwrite_existing);
+      const auto& w = f.where;
+      nlohmann::json loc = {{"localised", w.localised},     {"operator", w.culprit_op}, {"position", w.position},
+                            {"inputs", w.inputs},           {"input_states", w.states}, {"divergence", w.divergence},
+                            {"configuration_runs", w.runs}, {"note", w.note}};
       nlohmann::json meta = {{"id", id},
                              {"title", sig.title()},
                              {"key", sig.key()},
                              {"kind", std::string(oracle::to_string(sig.kind))},
+                             {"config_a", sig.config_a},
+                             {"config_b", sig.config_b},
                              {"round", rec.round},
-                             {"operator", op.name},
+                             {"operator", rec.op},
                              {"site", rec.site},
                              {"configs", opt_.configs},
-                             {"message", message},
-                             {"culprit_op", at.culprit_op},
-                             {"dtype", at.dtype},
-                             {"device", at.device},
+                             {"message", f.message},
+                             {"culprit_op", sig.culprit_op},
+                             {"inputs", sig.inputs},
+                             {"dtype", sig.dtype},
+                             {"device", sig.device},
+                             {"localisation", loc},
                              {"timeout_ms", timeout_.count()},
                              {"seed_times", perf_.seed_times},
                              {"seed_model", store_->meta("seed_model").value_or("")},
+                             {"metamorphic", {{"atol", req.meta_atol}, {"rtol", req.meta_rtol}}},
                              {"repro", "flowmut repro " + (opt_.out_dir / rel_dir).string()}};
       write_file_atomic(staging / "meta.json", meta.dump(2));
-      std::ofstream(staging / "worker.log") << message;
+      std::ofstream(staging / "worker.log") << f.message;
       publish_directory_atomic(staging, opt_.out_dir / rel_dir);
     }
-    const bool fresh = store_->add_finding(sig, rec.round, first_line(message), rel_dir.string());
+    const bool fresh = store_->add_finding(sig, rec.round, first_line(f.message), rel_dir.string());
     ++status_.instances;
     if (fresh) {
       known_findings_.insert(id);
       ++status_.findings;
-      const double reliability = rerun(sig, req, at);
+      const double reliability = rerun(f, req, rel_dir);
       // Timing is noisy on a shared machine: a performance anomaly must reproduce every time.
       const double needed = sig.kind == oracle::finding_kind::performance ? 1.0 : 0.15;
       store_->set_finding_status(id, reliability, reliability >= needed ? "reproduced" : "flaky");
@@ -586,23 +934,44 @@ class loop {
     return id;
   }
 
-  /// Reruns a new finding's request `reruns` times (hangs and out-of-memory once, at twice the
-  /// timeout) on the copy in its finding folder and returns the share of runs that reproduce
-  /// it. A worker that died is replaced.
-  double rerun(const oracle::finding_signature& sig, const worker_request& req, const attribution& at) {
+  /// Reruns a new finding `reruns` times (hangs and out-of-memory once, at twice the timeout),
+  /// each time in a fresh worker, on the copy in its finding folder, and returns the share of
+  /// runs that show the same signature (differential findings localised again).
+  double rerun(const observed_finding& f, const worker_request& req, const fs::path& rel_dir) {
     if (opt_.reruns <= 0) return 1.0;
     using K = oracle::finding_kind;
-    if (sig.kind == K::metamorphic) return 1.0;  // deterministic: decided in this process
+    const auto& sig = f.signature;
     auto r = req;
-    r.model = fs::absolute(opt_.out_dir / "findings" / sig.id() / "mutant.pt").string();
+    r.model = fs::absolute(opt_.out_dir / rel_dir / "mutant.pt").string();
+    if (!r.seed_model.empty()) r.seed_model = fs::absolute(opt_.out_dir / rel_dir / "seed.pt").string();
     const int runs = (sig.kind == K::hang || sig.kind == K::out_of_memory) ? 1 : opt_.reruns;
     int same = 0;
     for (int i = 0; i < runs; ++i) {
+      spawn_worker();  // a fresh process: no state of earlier requests
       const auto timeout = sig.kind == K::hang ? 2 * timeout_ : timeout_;
-      auto o = execute(r, timeout);
+      if (sig.kind == K::nan_vanished) {
+        auto q = r;
+        q.op = request_op::nan_check;
+        for (const auto& [op, rule] : nan_rules_) q.nan_rules.emplace(op, std::string(oracle::to_string(rule)));
+        const auto o = execute(q, timeout);
+        if (o.reply && o.reply->ok)
+          for (const auto& l : o.reply->found)
+            if (l.op == sig.culprit_op && l.inputs == sig.inputs) {
+              ++same;
+              break;
+            }
+        continue;
+      }
+      const auto o = execute(r, timeout);
+      // Process-level findings keep their attribution (a crash is not bisected again);
+      // differential ones are localised again on this run.
+      const attributor at = o.process_failed() || !opt_.localise
+                                ? fixed_attribution(f.where)
+                                : localising_attributor<Backend>(r, f.where, configs_,
+                                                                 [this](const worker_request& q) { return execute(q, timeout_); });
       if (reproduces(sig, o, at, &perf_)) ++same;
-      if (o.process_failed()) spawn_worker();
     }
+    spawn_worker();
     return static_cast<double>(same) / runs;
   }
 
@@ -622,21 +991,43 @@ class loop {
             {"findings", static_cast<double>(status_.findings)}};
   }
 
+  /// Roots as (kind, a, b, topological position) records of `m`, for state.json.
+  [[nodiscard]] static nlohmann::json roots_json(const member& m) {
+    const auto& g = Backend::graph(m.model);
+    std::vector<std::size_t> pos(g.node_capacity(), 0);
+    std::size_t i = 0;
+    for (auto n : g.topological_order()) pos[graph::index(n)] = i++;
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& [key, sig] : m.roots) {
+      const auto bar = key.rfind('|');
+      const auto node = static_cast<std::size_t>(std::stoull(key.substr(bar + 1)));
+      out.push_back({{"prefix", key.substr(0, bar + 1)}, {"position", node < pos.size() ? pos[node] : 0},
+                     {"kind", std::string(oracle::to_string(sig.kind))}, {"a", sig.config_a}, {"b", sig.config_b},
+                     {"op", sig.culprit_op}, {"dtype", sig.dtype}, {"device", sig.device}, {"detail", sig.detail},
+                     {"symptom", sig.symptom}, {"inputs", sig.inputs}});
+    }
+    return out;
+  }
+
   /// state.json: what a resumed campaign needs beyond the database (written after the round's
   /// database commit; a kill between the two redoes that round).
   void checkpoint() {
     std::ostringstream rng_state;
     rng_state << gen_->random();
+    nlohmann::json corpus = nlohmann::json::array();
+    for (const auto& m : corpus_) corpus.push_back({{"file", m.file.string()}, {"roots", roots_json(m)}});
     nlohmann::json st = {{"round", round_},
-                         {"seed", fs::relative(opt_.out_dir / "current.pt", opt_.out_dir).string()},
+                         {"seed", "current.pt"},
                          {"rng", rng_state.str()},
                          {"novelty", novelty_.to_json()},
                          {"metrics", tracker_->to_json()},
-                         {"baseline", baseline_},
                          {"seed_times", perf_.seed_times},
                          {"timeout_ms", timeout_.count()},
                          {"legal", status_.legal},
-                         {"executed", status_.executed}};
+                         {"executed", status_.executed},
+                         {"corpus", corpus},
+                         {"current", current_},
+                         {"window", std::vector<bool>(window_.begin(), window_.end())}};
     write_file_atomic(opt_.out_dir / "state.json", st.dump());
   }
 
@@ -646,14 +1037,48 @@ class loop {
     rng_state >> gen_->random();
     novelty_ = trace_novelty::from_json(st.at("novelty"));
     tracker_.emplace(metrics::tracker::from_json(st.at("metrics"), space_));
-    baseline_ = st.at("baseline").get<std::set<std::string>>();
     perf_.seed_times = st.value("seed_times", std::map<std::string, double>{});
     status_.legal = st.value("legal", std::size_t{0});
     status_.executed = st.value("executed", std::size_t{0});
+    for (bool w : st.value("window", std::vector<bool>{})) window_.push_back(w);
+    // The corpus: members re-imported from their files (node ids are new: roots by position).
+    for (const auto& c : st.value("corpus", nlohmann::json::array())) {
+      member m{c.at("file").get<std::string>(), {}, {}, {}};
+      m.model = b_.load(opt_.out_dir / m.file);
+      m.profile = b_.profile(m.model, *inputs_);
+      const auto& g = Backend::graph(m.model);
+      std::vector<graph::node_id> by_pos(g.topological_order().begin(), g.topological_order().end());
+      for (const auto& r : c.value("roots", nlohmann::json::array())) {
+        const auto p = r.at("position").get<std::size_t>();
+        if (p >= by_pos.size()) continue;
+        oracle::finding_signature sig;
+        sig.kind = oracle::parse_finding_kind(r.at("kind").get<std::string>()).value_or(oracle::finding_kind::numeric);
+        sig.config_a = r.value("a", "");
+        sig.config_b = r.value("b", "");
+        sig.culprit_op = r.value("op", "");
+        sig.dtype = r.value("dtype", "");
+        sig.device = r.value("device", "");
+        sig.detail = r.value("detail", "");
+        sig.symptom = r.value("symptom", "");
+        sig.inputs = r.value("inputs", "");
+        m.roots.emplace(r.at("prefix").get<std::string>() + std::to_string(graph::index(by_pos[p])), sig);
+      }
+      corpus_.push_back(std::move(m));
+    }
+    current_ = std::min<std::size_t>(st.value("current", std::size_t{0}), corpus_.empty() ? 0 : corpus_.size() - 1);
+    if (!corpus_.empty()) {
+      // current.pt is the current member's file or an accepted mutant not yet... it is always a
+      // member's copy: continue from it with that member's ids.
+      gen_->set_seed(corpus_[current_].model, corpus_[current_].profile, *inputs_);
+    }
     // The policy and the coverage counts are replayed from the recorded rounds.
     for (const auto& r : store_->rounds()) {
       if (r.round >= static_cast<std::int64_t>(round_)) break;
-      if (r.arm < 0 || r.verdict == round_verdict::rejected || r.verdict == round_verdict::no_candidate) continue;
+      if (r.arm < 0 || r.verdict == round_verdict::no_candidate) continue;
+      if (r.verdict == round_verdict::rejected) {
+        gen_->replay(select::context{r.context}, static_cast<std::uint32_t>(r.arm), 0.0, {});
+        continue;
+      }
       const auto extra = nlohmann::json::parse(r.extra_json.empty() ? "{}" : r.extra_json, nullptr, false);
       std::vector<std::uint64_t> el;
       if (!extra.is_discarded() && extra.contains("elements")) el = extra["elements"].get<std::vector<std::uint64_t>>();
@@ -669,8 +1094,8 @@ class loop {
   std::optional<store> store_;
   std::optional<generator_type> gen_;
   std::vector<config_desc> configs_;
-  fs::path seed_path_;
   std::optional<typename Backend::inputs_type> inputs_;
+  std::optional<run_outcome> seed_outcome_;  ///< the seed's calibration run: round 0
   trace_novelty novelty_;
   std::vector<std::string> universe_;
   metrics::test_space space_;
@@ -679,8 +1104,13 @@ class loop {
   fs::path worker_dir_;
   std::size_t worker_serial_ = 0;
   std::chrono::milliseconds timeout_{10000};
-  std::set<std::string> baseline_;
   performance_rule perf_;
+  oracle::nan_rules nan_rules_;
+  std::vector<member> corpus_;
+  std::size_t current_ = 0;
+  std::deque<bool> window_;
+  std::string switched_;             ///< the corpus switch of this round, for its notes
+  std::vector<std::string> notes_;   ///< what the current round wants on record (extra_json "notes")
   double accept_ms_ = 0;  ///< time the current round spent re-seeding (excluded from "judge")
   std::set<std::string> known_findings_;
   std::size_t round_ = 0;

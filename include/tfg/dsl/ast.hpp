@@ -294,6 +294,9 @@ struct requirement_decl {
   symbol op;                              ///< "aten::_convolution"
   std::vector<requirement_arg> args;      ///< positional over the op's schema arguments
   std::vector<expr> conditions;           ///< each must hold on every profiling record
+  /// `propagates nan RULE` after the argument list: how the op's documented semantics carry a
+  /// NaN from its inputs to its outputs ("elementwise", "preserve", "any"); empty: no rule.
+  std::string nan_rule;
   std::string doc;                        ///< `///` lines directly above
   source_loc loc;
 };

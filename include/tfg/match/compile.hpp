@@ -179,11 +179,14 @@ struct compiled_requirement {
   bool rest = false;
   std::vector<program> conditions;
   std::string where;                    ///< "file:line:col"
+  std::string nan_rule;                 ///< `propagates nan RULE` ("" none)
 };
 
 /// Requirements by op symbol; alternatives in declaration order.
 struct requirement_table {
   std::unordered_map<std::uint32_t, std::vector<compiled_requirement>> by_op;
+  /// Op kind -> its NaN-propagation rule (the first declaration of the kind that states one).
+  std::map<std::string, std::string, std::less<>> nan_rules;
   [[nodiscard]] std::vector<compiled_requirement> const* find(std::uint32_t op) const {
     auto const it = by_op.find(op);
     return it == by_op.end() ? nullptr : &it->second;
@@ -816,6 +819,8 @@ class compiler {
     for (auto const& op : m.operators) r.operators.push_back(c.compile_operator(op));
     for (auto const& rq : m.requirements) {
       auto cr = c.compile_requirement(rq);
+      cr.nan_rule = rq.nan_rule;
+      if (!rq.nan_rule.empty()) r.requirements.nan_rules.emplace(cr.op, rq.nan_rule);
       r.requirements.by_op[symbols.intern(cr.op)].push_back(std::move(cr));
     }
     r.diagnostics = std::move(c.diags);

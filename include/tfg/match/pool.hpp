@@ -110,6 +110,7 @@ inline bool under_requirements(std::filesystem::path const& rel) {
         auto& dst = out.requirements.by_op[sym];
         for (auto& r : alts) dst.push_back(std::move(r));
       }
+      for (auto& [op, rule] : compiled.requirements.nan_rules) out.requirements.nan_rules.emplace(op, rule);
     };
     for (auto const& f : req_files) load(f);
     for (auto const& f : op_files) load(f);

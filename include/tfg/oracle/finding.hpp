@@ -38,13 +38,14 @@ enum class finding_kind : std::uint8_t {
   metamorphic,    ///< a metamorphic relation is violated
   performance,    ///< a performance anomaly between configurations
   memory,         ///< memory-safety error (sanitizer report, double free, ...)
+  nan_vanished,   ///< a NaN entered an operator documented to propagate it and did not come out
 };
 
 inline constexpr finding_kind all_finding_kinds[] = {
     finding_kind::crash,       finding_kind::abort,         finding_kind::exception,
     finding_kind::hang,        finding_kind::out_of_memory, finding_kind::nan_inf,
     finding_kind::numeric,     finding_kind::state,         finding_kind::metamorphic,
-    finding_kind::performance, finding_kind::memory};
+    finding_kind::performance, finding_kind::memory,        finding_kind::nan_vanished};
 
 /// The stable spelling used in keys, the store and reports ("crash", "out_of_memory", ...).
 [[nodiscard]] constexpr std::string_view to_string(finding_kind k) noexcept {
@@ -60,6 +61,7 @@ inline constexpr finding_kind all_finding_kinds[] = {
     case finding_kind::metamorphic: return "metamorphic";
     case finding_kind::performance: return "performance";
     case finding_kind::memory: return "memory";
+    case finding_kind::nan_vanished: return "nan_vanished";
   }
   return "unknown";
 }
@@ -79,6 +81,7 @@ inline constexpr finding_kind all_finding_kinds[] = {
     case verdict_kind::numeric_mismatch: return finding_kind::numeric;
     case verdict_kind::nan_inf_mismatch: return finding_kind::nan_inf;
     case verdict_kind::state_mismatch: return finding_kind::state;
+    case verdict_kind::metamorphic_mismatch: return finding_kind::metamorphic;
     case verdict_kind::error_in_one: return finding_kind::exception;
     default: return std::nullopt;
   }
@@ -289,15 +292,19 @@ inline constexpr std::size_t normalised_message_max = 200;
 struct finding_signature {
   finding_kind kind{};
   std::string config_a, config_b;  ///< the configuration pair ("" when one config failed alone)
-  std::string culprit_op;          ///< e.g. "aten::conv2d"
+  std::string culprit_op;          ///< e.g. "aten::conv2d": the localised operator (else the mutation's)
   std::string dtype, device;       ///< e.g. "f32", "cpu"
   std::string detail;              ///< normalised message, or top stack frames joined with " < "
   /// Optional refinement of the kind: the signal ("SIGSEGV"), or the state symptom ("dtype",
   /// "shape"). When set it is part of the key, written as "kind:symptom".
   std::string symptom;
+  /// The state class of the culprit's inputs (dtype, rank, layout / memory format, special
+  /// values, e.g. "f32 r4 channels_last; f32 r1 contiguous"); empty when not localised.
+  std::string inputs;
 
-  /// Canonical "kind|a|b|op|dtype|device|detail" ('|' and '\' inside fields are escaped with
-  /// '\'); equal keys mean the same finding.
+  /// Canonical "kind|a|b|op|dtype|device|detail", then "|inputs" when the culprit's input
+  /// class is known ('|' and '\' inside fields are escaped with '\'); equal keys mean the same
+  /// finding.
   [[nodiscard]] std::string key() const {
     std::string k{to_string(kind)};
     if (!symptom.empty()) {
@@ -307,6 +314,10 @@ struct finding_signature {
     for (const std::string* f : {&config_a, &config_b, &culprit_op, &dtype, &device, &detail}) {
       k += '|';
       finding_detail::append_escaped(k, *f);
+    }
+    if (!inputs.empty()) {
+      k += '|';
+      finding_detail::append_escaped(k, inputs);
     }
     return k;
   }
@@ -367,6 +378,7 @@ struct finding_signature {
         break;
       case finding_kind::metamorphic: t = "metamorphic violation" + at(); break;
       case finding_kind::performance: t = "performance anomaly" + at(); break;
+      case finding_kind::nan_vanished: t = "NaN vanished" + at(); break;
     }
     for (char& c : t)
       if (c == '\n' || c == '\r' || c == '\t') c = ' ';

@@ -74,6 +74,7 @@ enum class verdict_kind : std::uint8_t {
   numeric_mismatch,  ///< finite values differ beyond tolerance
   nan_inf_mismatch,  ///< NaN or +-Inf appears at an element in one configuration only
   state_mismatch,    ///< shape, dtype, structure (tuple arity, value kind) or output count differ
+  metamorphic_mismatch,  ///< a value-preserving mutation changed values (seed vs mutant, in exact arithmetic too)
   error_in_one,      ///< exactly one configuration failed
   error_in_both,     ///< both failed: usually an illegal mutant (a violated precondition)
 };
@@ -85,6 +86,7 @@ enum class verdict_kind : std::uint8_t {
     case verdict_kind::numeric_mismatch: return "numeric_mismatch";
     case verdict_kind::nan_inf_mismatch: return "nan_inf_mismatch";
     case verdict_kind::state_mismatch: return "state_mismatch";
+    case verdict_kind::metamorphic_mismatch: return "metamorphic_mismatch";
     case verdict_kind::error_in_one: return "error_in_one";
     case verdict_kind::error_in_both: return "error_in_both";
   }
@@ -94,8 +96,8 @@ enum class verdict_kind : std::uint8_t {
 /// Inverse of to_string; nullopt for any other text.
 [[nodiscard]] constexpr std::optional<verdict_kind> parse_verdict_kind(std::string_view s) noexcept {
   for (auto k : {verdict_kind::equal, verdict_kind::within_tolerance, verdict_kind::numeric_mismatch,
-                 verdict_kind::nan_inf_mismatch, verdict_kind::state_mismatch, verdict_kind::error_in_one,
-                 verdict_kind::error_in_both})
+                 verdict_kind::nan_inf_mismatch, verdict_kind::state_mismatch, verdict_kind::metamorphic_mismatch,
+                 verdict_kind::error_in_one, verdict_kind::error_in_both})
     if (to_string(k) == s) return k;
   return std::nullopt;
 }
@@ -104,7 +106,8 @@ enum class verdict_kind : std::uint8_t {
 /// `error_in_both` is not: whether it is a precondition violation or a bug is decided elsewhere.
 [[nodiscard]] constexpr bool is_finding(verdict_kind k) noexcept {
   return k == verdict_kind::numeric_mismatch || k == verdict_kind::nan_inf_mismatch ||
-         k == verdict_kind::state_mismatch || k == verdict_kind::error_in_one;
+         k == verdict_kind::state_mismatch || k == verdict_kind::metamorphic_mismatch ||
+         k == verdict_kind::error_in_one;
 }
 
 inline constexpr std::size_t no_index = static_cast<std::size_t>(-1);

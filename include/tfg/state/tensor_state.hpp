@@ -23,7 +23,7 @@ enum class layout : std::uint8_t { strided, sparse, mkldnn, other };
 enum class memory_format : std::uint8_t { contiguous, channels_last, strided };
 /// What flows along an edge. Tensor edges carry a full tensor_state; scalar edges (sizes and
 /// numbers computed at run time, e.g. by aten::size) carry only their value.
-enum class value_kind : std::uint8_t { tensor, tensor_list, integer, floating, boolean, other };
+enum class value_kind : std::uint8_t { tensor, tensor_list, integer, floating, boolean, other, int_list };
 
 [[nodiscard]] constexpr std::string_view name(dtype d) noexcept {
   constexpr std::string_view names[] = {"f16", "bf16", "f32", "f64", "c64",     "c128", "i8",
@@ -52,7 +52,7 @@ enum class value_kind : std::uint8_t { tensor, tensor_list, integer, floating, b
   return names[static_cast<int>(m)];
 }
 [[nodiscard]] constexpr std::string_view name(value_kind k) noexcept {
-  constexpr std::string_view names[] = {"tensor", "tensor_list", "int", "float", "bool", "other"};
+  constexpr std::string_view names[] = {"tensor", "tensor_list", "int", "float", "bool", "other", "int[]"};
   return names[static_cast<int>(k)];
 }
 [[nodiscard]] constexpr bool is_floating(dtype d) noexcept {
@@ -110,6 +110,22 @@ struct tensor_state {
   [[nodiscard]] int rank() const noexcept { return static_cast<int>(shape.size()); }
   [[nodiscard]] bool aliased() const noexcept { return storage_sharers > 1; }
 };
+
+/// The state class of a value, the part of F(e) a finding signature keeps (dtype, rank,
+/// layout or memory format, special values): "f32 r4 channels_last", "f16 r2 strided nan",
+/// "i64 r1 contiguous", "int" for a scalar. Two values of one class are the same test input
+/// for deduplication.
+[[nodiscard]] inline std::string class_of(const tensor_state& s) {
+  if (s.kind != value_kind::tensor) return std::string(name(s.kind));
+  std::string c{name(s.type)};
+  c += " r" + std::to_string(s.rank());
+  if (s.tensor_layout != layout::strided) c += " " + std::string(name(s.tensor_layout));
+  else c += " " + std::string(name(s.format));
+  if (s.numbers.nan_count) c += " nan";
+  if (s.numbers.inf_count) c += " inf";
+  if (s.numel > 0 && s.numbers.zero_count == static_cast<std::uint64_t>(s.numel)) c += " zeros";
+  return c;
+}
 
 /// F(e) across all profiling inputs: one state per input, in input order. Constraints hold for
 /// an edge only when they hold for every recorded state.

@@ -522,7 +522,14 @@ inline auto const req_arg_r_def =
 inline auto const requirement_r_def =
     x3::raw[kw("requirement")[([](auto& c) { _val(c) = requirement_decl{}; })] >
             named("op name ('ns::name')", op_sym)[([](auto& c) { _val(c).op = std::move(_attr(c)); })] > '(' >
-            -(req_arg_r[([](auto& c) { _val(c).args.push_back(std::move(_attr(c))); })] % ',') > ')' > '{' >
+            -(req_arg_r[([](auto& c) { _val(c).args.push_back(std::move(_attr(c))); })] % ',') > ')' >
+            -(kw("propagates") > kw("nan") >
+              named("NaN rule ('elementwise', 'preserve' or 'any')",
+                    x3::raw[kw("elementwise") | kw("preserve") | kw("any")])[([](auto& c) {
+                      auto const& r = x3::_attr(c);  // the matched range
+                      _val(c).nan_rule.assign(r.begin(), r.end());
+                    })]) >
+            '{' >
             *(expression[([](auto& c) { _val(c).conditions.push_back(std::move(_attr(c))); })] >> -lit(';')) >
             named("condition or '}'", lit('}'))][set_loc];
 

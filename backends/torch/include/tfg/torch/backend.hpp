@@ -14,6 +14,7 @@
 #include <tfg/torch/influence.hpp>
 #include <tfg/torch/inputs.hpp>
 #include <tfg/torch/ivalue.hpp>
+#include <tfg/torch/localise.hpp>
 #include <tfg/torch/match_adapter.hpp>
 #include <tfg/torch/mutate.hpp>
 #include <tfg/torch/observe.hpp>
@@ -92,6 +93,32 @@ class backend {
   [[nodiscard]] static bool executes(const model& m, graph::node_id n) {
     return m.graph.data(n).kind != c10::prim::Constant;
   }
+  [[nodiscard]] static bool is_tensor_edge(const model& m, graph::edge_id e) {
+    const auto k = m.graph.data(e).kind;
+    return k == state::value_kind::tensor || k == state::value_kind::tensor_list;
+  }
+  /// The graph output edges under output path `path` ("1.0": element 0 of element 1 of the
+  /// returned tuple); every output for "" and for gradients ("grad.K").
+  [[nodiscard]] static std::vector<graph::edge_id> output_edges(const model& m, const std::string& path) {
+    std::vector<graph::edge_id> out;
+    const output_tree* t = &m.output;
+    if (!path.empty() && path.rfind("grad", 0) != 0) {
+      std::size_t at = 0;
+      while (at < path.size() && t) {
+        const auto dot = path.find('.', at);
+        const auto k = std::stoul(path.substr(at, dot == std::string::npos ? std::string::npos : dot - at));
+        t = k < t->items.size() ? &t->items[k] : nullptr;
+        at = dot == std::string::npos ? path.size() : dot + 1;
+      }
+    }
+    if (!t) t = &m.output;
+    auto walk = [&](auto&& self, const output_tree& x) -> void {
+      if (x.how == output_tree::form::edge) out.push_back(x.edge);
+      for (const auto& i : x.items) self(self, i);
+    };
+    walk(walk, *t);
+    return out;
+  }
 
   // ---- F(e) and influence --------------------------------------------------------------------
 
@@ -152,7 +179,7 @@ class backend {
   [[nodiscard]] std::vector<campaign::config_desc> configs() const {
     std::vector<campaign::config_desc> out;
     for (const auto& c : list_configs())
-      out.push_back({c.name, c.reference, c.available, c.name.rfind("cuda", 0) != 0});
+      out.push_back({c.name, c.reference, c.available, c.name.rfind("cuda", 0) != 0, is_op_by_op_config(c.name)});
     return out;
   }
 

@@ -2,7 +2,7 @@
 /// Oracles over execution configurations: compares two `run_result`s of one model output by
 /// output and returns backend-neutral `tfg::oracle::verdict`s.
 ///
-/// Rules:
+/// Rules (docs/oracle.md has the reasoning and the calibration over the zoo):
 ///  - an error on one side: error_in_one; on both: error_in_both (one verdict for the run);
 ///  - different number of inputs / outputs, different paths (structure), a tensor against a
 ///    non-tensor, different shapes or dtypes: state_mismatch. Strides and memory formats are not
@@ -11,19 +11,30 @@
 ///  - integer and bool tensors: exact. An integer output produced directly by a tie-dependent op
 ///    (argmax, argmin, topk, sort, argsort, max.dim, min.dim, kthvalue, mode, median, cummax,
 ///    cummin) is never compared numerically: a difference gives within_tolerance with
-///    `tie_dependent` set. (Values computed *from* such indices downstream are not traced back.)
-///  - floating tensors, compared in double: NaN/+-Inf at an element in one side only (or
-///    +Inf against -Inf): nan_inf_mismatch. Over elements finite in both, an element is bad
-///    when |a - b| > atol + rtol * |a| (tolerance by dtype, see tfg/oracle/verdict.hpp) and,
-///    when a float64 reference run r is given, b is also further from r than a's own error
-///    allows: |b - r| > atol + rtol * |r| + reference_slack * |a - r| (a is the reference
-///    configuration; its own disagreement with r is judged by comparing it with the float64
-///    run directly). Any bad element: numeric_mismatch; else bit-identical: equal; else
-///    within_tolerance.
+///    `tie_dependent` set;
+///  - an output whose values depend on the storage layout (it is computed from an
+///    `aten::as_strided` with constant strides or offset) is not compared across configurations
+///    that change the layout (`compare_options::layout_changes`): within_tolerance, noted;
+///  - floating tensors, compared in double: NaN/+-Inf at an element in one side only (or +Inf
+///    against -Inf): nan_inf_mismatch. Otherwise the precision class p of the output is the
+///    lowest floating precision the value passed through (its dtype, explicit low-precision
+///    casts and low-precision constants in its cone, low-precision inputs), eps(p) its machine
+///    epsilon, and the floor of an element is atol(p) + rtol(p) |x| + magnitude_ulps * eps(p) *
+///    rms(x) (rms over the output's finite elements). An element is bad when |a - b| exceeds the
+///    floor (x = a) and, with a float64 reference run r, b is also further from r than the
+///    reference configuration's own error allows: |b - r| > reference_slack |a - r| + floor
+///    (x = r). When b *is* the float64 run (a against its own widened run), a is bad where
+///    |a - r| exceeds the floor. Any bad element: numeric_mismatch; else bit-identical: equal;
+///    else within_tolerance;
+///  - gradients (leaves `grad.K`) are compared norm-wise, with the tolerances scaled by
+///    `gradient_scale`: rms(b - a) against the floor at rms(a), and rms(b - r) against
+///    reference_slack rms(a - r) plus the floor at rms(r). A handful of elements at kinks of
+///    relu-like ops (where the two runs take different sides) move the norm little;
 ///  - Python scalars: ints, bools, None, strings exact; floats with the f32 tolerance.
 #include <tfg/oracle/verdict.hpp>
 #include <tfg/torch/configs.hpp>
 #include <tfg/torch/model.hpp>
+#include <tfg/torch/schema.hpp>
 
 #include <ATen/Functions.h>
 #include <ATen/core/Tensor.h>
@@ -32,6 +43,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -60,38 +72,145 @@ namespace tfg::torch {
   return false;
 }
 
-/// For each leaf path in `leaves` (as `run_config` flattens them), whether the model edge that
-/// returns it is produced by a tie-dependent op (see is_tie_dependent_op).
-[[nodiscard]] inline std::vector<bool> tie_dependent_outputs(const model& m, const output_list& leaves) {
-  std::vector<std::pair<std::string, bool>> edges;  // (path of the returned edge, tie-dependent producer)
-  std::function<void(const output_tree&, const std::string&)> walk = [&](const output_tree& t,
-                                                                         const std::string& path) {
+struct compare_options {
+  oracle::tolerance_table tolerances;
+  /// With a float64 reference r, b is wrong only where |b - r| > reference_slack |a - r| +
+  /// floor: b is worse than the reference configuration's own rounding error, by this factor.
+  double reference_slack = 4.0;
+  /// Magnitude floor, in units of the precision class's machine epsilon times the output's RMS.
+  double magnitude_ulps = 64.0;
+  /// Gradients: every tolerance (and the magnitude floor) times this factor.
+  double gradient_scale = 10.0;
+  /// b changes storage layouts (channels_last, frozen + optimize_for_inference): outputs that
+  /// read raw storage geometry are not compared.
+  bool layout_changes = false;
+  /// The lowest floating precision among the inputs (f64: none lower).
+  oracle::dtype_class input_precision = oracle::dtype_class::f64;
+};
+
+/// What the judgement of one output leaf needs to know about how it was computed.
+struct leaf_traits {
+  bool tie = false;                 ///< produced directly by a tie-dependent integer op
+  bool layout_dependent = false;    ///< computed from raw storage geometry (constant as_strided)
+  oracle::dtype_class precision = oracle::dtype_class::f64;  ///< lowest precision in its cone
+};
+
+/// Precision order: bf16 (8 bits) < f16 (11) < f32 < f64; other classes are not floating.
+[[nodiscard]] inline int precision_rank(oracle::dtype_class c) noexcept {
+  switch (c) {
+    case oracle::dtype_class::bf16: return 0;
+    case oracle::dtype_class::f16: return 1;
+    case oracle::dtype_class::f32: return 2;
+    case oracle::dtype_class::f64: return 3;
+    default: return 4;
+  }
+}
+[[nodiscard]] inline oracle::dtype_class lower_precision(oracle::dtype_class a, oracle::dtype_class b) noexcept {
+  return precision_rank(a) <= precision_rank(b) ? a : b;
+}
+[[nodiscard]] inline double machine_epsilon(oracle::dtype_class c) noexcept {
+  switch (c) {
+    case oracle::dtype_class::bf16: return 0x1p-7;
+    case oracle::dtype_class::f16: return 0x1p-10;
+    case oracle::dtype_class::f32: return 0x1p-23;
+    case oracle::dtype_class::f64: return 0x1p-52;
+    default: return 0;
+  }
+}
+
+/// True when `n` reads raw storage geometry fixed at mutation time: an `aten::as_strided` whose
+/// strides or storage offset are constants (on another layout, the same strides address other
+/// elements).
+[[nodiscard]] inline bool reads_fixed_geometry(const node_data& d) {
+  if (d.kind != c10::Symbol::fromQualString("aten::as_strided") && d.kind != c10::Symbol::fromQualString("aten::as_strided_"))
+    return false;
+  for (std::size_t i = 2; i < d.args.size() && i < 4; ++i) {
+    const auto& a = d.args[i];
+    if (a.how == argument::form::constant && !a.constant.isNone()) return true;
+    if (a.how == argument::form::list)
+      for (const auto& it : a.items)
+        if (!it.is_edge) return true;
+  }
+  return false;
+}
+
+/// The lowest floating precision node `n` introduces: a ScalarType argument or a tensor
+/// constant of f16 / bf16 (f64 when none).
+[[nodiscard]] inline oracle::dtype_class introduced_precision(const graph_type& g, graph::node_id n) {
+  const auto& d = g.data(n);
+  auto cls = oracle::dtype_class::f64;
+  if (d.constant.isTensor() && d.constant.toTensor().defined() && d.constant.toTensor().is_floating_point())
+    cls = lower_precision(cls, class_of(d.constant.toTensor().scalar_type()));
+  if (d.kind.is_prim()) return cls;
+  const auto* schema = schema_of(g, n);
+  if (!schema) return cls;
+  for (std::size_t i = 0; i < d.args.size() && i < schema->arguments().size(); ++i) {
+    if (real_kind(schema->arguments()[i]) != c10::TypeKind::ScalarTypeType) continue;
+    const auto& a = d.args[i];
+    if (a.how != argument::form::constant || !a.constant.isInt()) continue;
+    const auto t = static_cast<c10::ScalarType>(a.constant.toInt());
+    if (t == c10::kHalf || t == c10::kBFloat16) cls = lower_precision(cls, class_of(t));
+  }
+  return cls;
+}
+
+/// leaf_traits of every output leaf path of `m` ("" for a bare value, "1.0", ...): the cone of
+/// the graph output that returns it, walked once per output. O(outputs x cone).
+[[nodiscard]] inline std::map<std::string, leaf_traits> output_traits(const model& m) {
+  std::map<std::string, leaf_traits> out;
+  const auto& g = m.graph;
+  std::vector<char> is_low_cache(g.node_capacity(), -1);
+  std::function<void(const output_tree&, const std::string&)> walk = [&](const output_tree& t, const std::string& path) {
     if (t.how == output_tree::form::edge) {
-      const auto p = m.graph.producer(t.edge);
-      edges.emplace_back(path, p != graph::no_node && is_tie_dependent_op(m.graph.data(p).name()));
+      leaf_traits tr;
+      const auto p = g.producer(t.edge);
+      tr.tie = p != graph::no_node && is_tie_dependent_op(g.data(p).name());
+      std::vector<char> seen(g.node_capacity(), 0);
+      std::vector<graph::node_id> stack;
+      if (p != graph::no_node) stack.push_back(p);
+      while (!stack.empty()) {
+        const auto n = stack.back();
+        stack.pop_back();
+        if (seen[graph::index(n)]) continue;
+        seen[graph::index(n)] = 1;
+        if (reads_fixed_geometry(g.data(n))) tr.layout_dependent = true;
+        tr.precision = lower_precision(tr.precision, introduced_precision(g, n));
+        for (auto e : g.inputs(n))
+          if (auto q = g.producer(e); q != graph::no_node && !seen[graph::index(q)]) stack.push_back(q);
+      }
+      out[path] = tr;
     } else if (t.how == output_tree::form::list || t.how == output_tree::form::tuple) {
       for (std::size_t i = 0; i < t.items.size(); ++i) walk(t.items[i], ivalue::child_path(path, i));
     }
   };
   walk(m.output, "");
-  std::vector<bool> out;
-  out.reserve(leaves.size());
-  for (const auto& leaf : leaves) {
-    bool tie = false;
-    for (const auto& [path, flag] : edges)
-      if (flag && (path.empty() || leaf.path == path || leaf.path.rfind(path + ".", 0) == 0)) tie = true;
-    out.push_back(tie);
-  }
   return out;
 }
 
-struct compare_options {
-  oracle::tolerance_table tolerances;
-  /// With a float64 reference r, an element of b that is not close to a still passes when
-  /// |b - r| <= atol + rtol * |r| + reference_slack * |a - r|: b is no worse than the reference
-  /// configuration's own rounding error (times this factor) plus the tolerance.
-  double reference_slack = 2.0;
-};
+/// The traits of a flattened leaf: those of the graph output it lies in (its path or a prefix).
+[[nodiscard]] inline leaf_traits traits_of(const std::map<std::string, leaf_traits>& traits, const std::string& leaf) {
+  leaf_traits best;
+  std::size_t best_len = 0;
+  bool found = false;
+  for (const auto& [path, tr] : traits)
+    if (path.empty() || leaf == path || leaf.rfind(path + ".", 0) == 0)
+      if (!found || path.size() >= best_len) {
+        best = tr;
+        best_len = path.size();
+        found = true;
+      }
+  return best;
+}
+
+/// The lowest floating precision among a set of inputs (f64 when none is lower).
+[[nodiscard]] inline oracle::dtype_class input_precision(const std::vector<c10::IValue>& in) {
+  auto cls = oracle::dtype_class::f64;
+  for (const auto& v : in)
+    ivalue::for_each_tensor(v, [&](const at::Tensor& t) {
+      if (t.is_floating_point()) cls = lower_precision(cls, class_of(t.scalar_type()));
+    });
+  return cls;
+}
 
 namespace compare_detail {
 
@@ -109,9 +228,117 @@ namespace compare_detail {
   return s + "]";
 }
 
+/// Root mean square over the finite elements of a double tensor (0 when none).
+[[nodiscard]] inline double rms(const at::Tensor& x) {
+  const auto fin = at::isfinite(x);
+  const auto n = fin.sum().item<std::int64_t>();
+  if (n == 0) return 0;
+  const auto z = at::where(fin, x, at::zeros({}, x.options()));
+  return std::sqrt((z * z).sum().item<double>() / static_cast<double>(n));
+}
+
+/// Non-tensor leaves: Python scalars and the like.
+inline void compare_scalars(oracle::verdict& v, const c10::IValue& va, const c10::IValue& vb, const compare_options& opt) {
+  using oracle::verdict_kind;
+  if (va.isDouble() && vb.isDouble()) {
+    const double a = va.toDouble(), b = vb.toDouble();
+    const auto tol = opt.tolerances.f32;
+    v.max_abs = std::abs(a - b);
+    v.max_rel = v.max_abs == 0 ? 0 : v.max_abs / std::max(std::abs(a), std::abs(b));
+    if (a == b || (std::isnan(a) && std::isnan(b))) v.kind = verdict_kind::equal;
+    else if (!std::isfinite(a) || !std::isfinite(b)) v.kind = verdict_kind::nan_inf_mismatch;
+    else v.kind = v.max_abs <= tol.atol + tol.rtol * std::abs(a) ? verdict_kind::within_tolerance
+                                                                  : verdict_kind::numeric_mismatch;
+    if (v.kind != verdict_kind::equal) v.message = "float " + fmt_double(a) + " vs " + fmt_double(b);
+    return;
+  }
+  if (va.tagKind() != vb.tagKind()) {
+    v.kind = verdict_kind::state_mismatch;
+    v.message = std::string("a returns a ") + va.tagKind() + ", b a " + vb.tagKind();
+    return;
+  }
+  v.kind = va == vb ? verdict_kind::equal : verdict_kind::numeric_mismatch;
+  if (v.kind != verdict_kind::equal) v.message = "scalar values differ";
+}
+
+/// Floating tensors A (reference side), B, and optionally the float64 reference R, all double
+/// and finite-comparable (same shape); see the file comment.
+inline void compare_floating(oracle::verdict& v, const at::Tensor& A, const at::Tensor& B, const at::Tensor* R,
+                             bool b_is_reference, bool gradient, const leaf_traits& tr, c10::ScalarType dtype,
+                             const compare_options& opt) {
+  using oracle::verdict_kind;
+  const auto fin_a = at::isfinite(A), fin_b = at::isfinite(B);
+  const auto both = fin_a.logical_and(fin_b);
+  const auto same_special = A.eq(B).logical_or(at::isnan(A).logical_and(at::isnan(B)));
+  const auto special_bad = both.logical_not().logical_and(same_special.logical_not());
+  const auto zero = at::zeros({}, A.options());
+  const auto diff = at::where(both, (A - B).abs(), zero);
+  v.max_abs = diff.max().item<double>();
+  const auto denom = at::maximum(A.abs(), B.abs());
+  v.max_rel = at::where(both.logical_and(denom.gt(0)), diff / denom, zero).max().item<double>();
+  const auto numel = A.numel();
+  if (const auto n = special_bad.sum().item<std::int64_t>(); n > 0) {
+    v.kind = verdict_kind::nan_inf_mismatch;
+    const auto nan_a = at::isnan(A).logical_and(special_bad).sum().item<std::int64_t>();
+    const auto nan_b = at::isnan(B).logical_and(special_bad).sum().item<std::int64_t>();
+    v.message = std::to_string(n) + " of " + std::to_string(numel) + " elements are NaN/Inf on one side only (a: " +
+                std::to_string(nan_a) + " NaN, b: " + std::to_string(nan_b) + " NaN)";
+    return;
+  }
+  if (v.max_abs == 0) {
+    v.kind = verdict_kind::equal;
+    return;
+  }
+  const auto cls = lower_precision(lower_precision(class_of(dtype), tr.precision), opt.input_precision);
+  auto tol = opt.tolerances.for_class(cls);
+  double ulps = opt.magnitude_ulps;
+  if (gradient) {
+    tol.atol *= opt.gradient_scale;
+    tol.rtol *= opt.gradient_scale;
+    ulps *= opt.gradient_scale;
+  }
+  const double eps = machine_epsilon(cls);
+  const bool with_ref = R != nullptr;
+  std::int64_t nbad = 0;
+  std::string how;
+  if (gradient) {
+    // Norm-wise: a few elements at kinks move the norm little.
+    const auto ra = rms(A);
+    const double d_ab = rms(at::where(both, A - B, zero));
+    bool bad = d_ab > tol.atol + tol.rtol * ra + ulps * eps * ra;
+    if (with_ref) {
+      const auto rr = rms(*R);
+      const double d_br = rms(at::where(both, B - *R, zero)), d_ar = rms(at::where(both, A - *R, zero));
+      bad = b_is_reference ? d_ar > tol.atol + tol.rtol * rr + ulps * eps * rr
+                           : bad && d_br > opt.reference_slack * d_ar + tol.atol + tol.rtol * rr + ulps * eps * rr;
+    }
+    nbad = bad ? 1 : 0;
+    how = "rms difference " + fmt_double(d_ab) + " against rms " + fmt_double(ra) + " (norm-wise, tolerance x" +
+          fmt_double(opt.gradient_scale) + ")";
+  } else {
+    const double floor_a = ulps * eps * rms(A);
+    auto bad = both.logical_and(diff.gt(tol.atol + tol.rtol * A.abs() + floor_a));
+    if (with_ref) {
+      const double floor_r = ulps * eps * rms(*R);
+      const auto lim = tol.atol + tol.rtol * R->abs() + floor_r;
+      if (b_is_reference) bad = both.logical_and((A - *R).abs().gt(lim));
+      else bad = bad.logical_and((B - *R).abs().gt(lim + opt.reference_slack * (A - *R).abs()));
+    }
+    nbad = bad.sum().item<std::int64_t>();
+    how = std::to_string(nbad) + " of " + std::to_string(numel) + " " + dtype_name(dtype) + " elements beyond rtol " +
+          fmt_double(tol.rtol) + " / atol " + fmt_double(tol.atol) + " + " + fmt_double(ulps) + " ulp(" +
+          std::string(cls == oracle::dtype_class::f16 ? "f16" : cls == oracle::dtype_class::bf16 ? "bf16"
+                                                                                                   : cls == oracle::dtype_class::f64 ? "f64" : "f32") +
+          ") x rms";
+  }
+  v.kind = nbad > 0 ? verdict_kind::numeric_mismatch : verdict_kind::within_tolerance;
+  v.message = how + (with_ref ? (b_is_reference ? " (a against its float64 run)" : " (and further from the float64 reference than a)") : "") +
+              "; max abs " + fmt_double(v.max_abs) + ", max rel " + fmt_double(v.max_rel);
+}
+
 /// Fills v.kind / max_abs / max_rel / message for one pair of leaves.
 inline void compare_leaf(oracle::verdict& v, const c10::IValue& va, const c10::IValue& vb, const c10::IValue* vr,
-                         bool a_widened, bool b_widened, bool tie, const compare_options& opt) {
+                         bool a_widened, bool b_widened, const leaf_traits& tr, bool gradient, const compare_options& opt) {
   using oracle::verdict_kind;
   if (va.isTensor() != vb.isTensor()) {
     v.kind = verdict_kind::state_mismatch;
@@ -119,25 +346,7 @@ inline void compare_leaf(oracle::verdict& v, const c10::IValue& va, const c10::I
     return;
   }
   if (!va.isTensor()) {
-    if (va.isDouble() && vb.isDouble()) {
-      const double a = va.toDouble(), b = vb.toDouble();
-      const auto tol = opt.tolerances.f32;
-      v.max_abs = std::abs(a - b);
-      v.max_rel = v.max_abs == 0 ? 0 : v.max_abs / std::max(std::abs(a), std::abs(b));
-      if (a == b || (std::isnan(a) && std::isnan(b))) v.kind = verdict_kind::equal;
-      else if (!std::isfinite(a) || !std::isfinite(b)) v.kind = verdict_kind::nan_inf_mismatch;
-      else v.kind = v.max_abs <= tol.atol + tol.rtol * std::abs(a) ? verdict_kind::within_tolerance
-                                                                    : verdict_kind::numeric_mismatch;
-      if (v.kind != verdict_kind::equal) v.message = "float " + fmt_double(a) + " vs " + fmt_double(b);
-      return;
-    }
-    if (va.tagKind() != vb.tagKind()) {
-      v.kind = verdict_kind::state_mismatch;
-      v.message = std::string("a returns a ") + va.tagKind() + ", b a " + vb.tagKind();
-      return;
-    }
-    v.kind = va == vb ? verdict_kind::equal : verdict_kind::numeric_mismatch;
-    if (v.kind != verdict_kind::equal) v.message = "scalar values differ";
+    compare_scalars(v, va, vb, opt);
     return;
   }
   at::Tensor a = va.toTensor(), b = vb.toTensor();
@@ -147,8 +356,11 @@ inline void compare_leaf(oracle::verdict& v, const c10::IValue& va, const c10::I
     return;
   }
   // Undo a widening to float64 (the float64_reference configuration) before judging dtypes.
-  if (b_widened && b.scalar_type() == c10::kDouble && a.is_floating_point() && a.scalar_type() != c10::kDouble)
+  at::Tensor b_wide;  // b in float64 when it is the widened run itself (its own reference)
+  if (b_widened && b.scalar_type() == c10::kDouble && a.is_floating_point() && a.scalar_type() != c10::kDouble) {
+    b_wide = b;
     b = b.to(a.scalar_type());
+  }
   if (a_widened && a.scalar_type() == c10::kDouble && b.is_floating_point() && b.scalar_type() != c10::kDouble)
     a = a.to(b.scalar_type());
   if (a.scalar_type() != b.scalar_type()) {
@@ -165,7 +377,13 @@ inline void compare_leaf(oracle::verdict& v, const c10::IValue& va, const c10::I
     v.kind = verdict_kind::equal;
     return;
   }
-  const auto cls = class_of(a.scalar_type());
+  if (tr.layout_dependent && opt.layout_changes) {
+    v.kind = at::equal(a, b) ? verdict_kind::equal : verdict_kind::within_tolerance;
+    if (v.kind != verdict_kind::equal)
+      v.message = "not compared: the output reads fixed storage geometry (as_strided with constant strides) and b "
+                  "changes the layout";
+    return;
+  }
   if (!a.is_floating_point()) {
     if (a.is_complex()) {
       v.kind = at::equal(a, b) ? verdict_kind::equal : verdict_kind::numeric_mismatch;
@@ -179,7 +397,7 @@ inline void compare_leaf(oracle::verdict& v, const c10::IValue& va, const c10::I
     const auto diff = (a.to(c10::kDouble) - b.to(c10::kDouble)).abs();
     v.max_abs = diff.max().item<double>();
     const auto count = (diff > 0).sum().item<std::int64_t>();
-    if (tie) {
+    if (tr.tie) {
       v.kind = verdict_kind::within_tolerance;
       v.tie_dependent = true;
       v.message = "tie-dependent integer output differs at " + std::to_string(count) + " of " +
@@ -192,52 +410,35 @@ inline void compare_leaf(oracle::verdict& v, const c10::IValue& va, const c10::I
     return;
   }
   const auto A = a.to(c10::kDouble), B = b.to(c10::kDouble);
-  const auto fin_a = at::isfinite(A), fin_b = at::isfinite(B);
-  const auto both = fin_a.logical_and(fin_b);
-  const auto same_special = A.eq(B).logical_or(at::isnan(A).logical_and(at::isnan(B)));
-  const auto special_bad = both.logical_not().logical_and(same_special.logical_not());
-  const auto zero = at::zeros({}, A.options());
-  const auto diff = at::where(both, (A - B).abs(), zero);
-  v.max_abs = diff.max().item<double>();
-  const auto denom = at::maximum(A.abs(), B.abs());
-  v.max_rel = at::where(both.logical_and(denom.gt(0)), diff / denom, zero).max().item<double>();
-  if (const auto n = special_bad.sum().item<std::int64_t>(); n > 0) {
-    v.kind = verdict_kind::nan_inf_mismatch;
-    const auto nan_a = at::isnan(A).logical_and(special_bad).sum().item<std::int64_t>();
-    const auto nan_b = at::isnan(B).logical_and(special_bad).sum().item<std::int64_t>();
-    v.message = std::to_string(n) + " of " + std::to_string(a.numel()) + " elements are NaN/Inf on one side only (a: " +
-                std::to_string(nan_a) + " NaN, b: " + std::to_string(nan_b) + " NaN)";
-    return;
+  at::Tensor R;
+  bool b_is_reference = false;
+  if (b_wide.defined()) {
+    R = b_wide.to(c10::kDouble);
+    b_is_reference = true;
+  } else if (vr && vr->isTensor() && vr->toTensor().defined() && vr->toTensor().sizes() == a.sizes() &&
+             vr->toTensor().is_floating_point()) {
+    R = vr->toTensor().to(c10::kDouble);
   }
-  if (v.max_abs == 0) {
-    v.kind = verdict_kind::equal;
-    return;
-  }
-  const auto tol = opt.tolerances.for_class(cls);
-  auto bad = both.logical_and(diff.gt(tol.atol + tol.rtol * A.abs()));
-  bool judged_by_reference = false;
-  if (vr && vr->isTensor() && vr->toTensor().defined() && vr->toTensor().sizes() == a.sizes() &&
-      vr->toTensor().is_floating_point()) {
-    const auto R = vr->toTensor().to(c10::kDouble);
-    const auto lim = tol.atol + tol.rtol * R.abs() + opt.reference_slack * (A - R).abs();
-    bad = bad.logical_and((B - R).abs().gt(lim));
-    judged_by_reference = true;
-  }
-  const auto nbad = bad.sum().item<std::int64_t>();
-  v.kind = nbad > 0 ? verdict_kind::numeric_mismatch : verdict_kind::within_tolerance;
-  v.message = std::to_string(nbad) + " of " + std::to_string(a.numel()) + " " + dtype_name(a.scalar_type()) +
-              " elements beyond rtol " + fmt_double(tol.rtol) + " / atol " + fmt_double(tol.atol) +
-              (judged_by_reference ? " (and further from the float64 reference than a)" : "") + "; max abs " +
-              fmt_double(v.max_abs) + ", max rel " + fmt_double(v.max_rel);
+  compare_floating(v, A, B, R.defined() ? &R : nullptr, b_is_reference, gradient, tr, a.scalar_type(), opt);
 }
 
 }  // namespace compare_detail
 
+/// For each leaf path in `leaves` (as `run_config` flattens them), whether the model edge that
+/// returns it is produced by a tie-dependent op (see is_tie_dependent_op).
+[[nodiscard]] inline std::vector<bool> tie_dependent_outputs(const model& m, const output_list& leaves) {
+  const auto traits = output_traits(m);
+  std::vector<bool> out;
+  out.reserve(leaves.size());
+  for (const auto& leaf : leaves) out.push_back(traits_of(traits, leaf.path).tie);
+  return out;
+}
+
 /// Compares configuration `b` against configuration `a` (the reference side), one verdict per
 /// (input, output leaf), or a single verdict for the run when an error or a difference in the
-/// number of inputs prevents that. `m` (optional) lets integer outputs of tie-dependent ops be
-/// recognised; `reference64` (optional, usually the float64_reference run) lets differences
-/// that both sides share with the float64 truth pass (see the rules above). Never throws on
+/// number of inputs prevents that. `m` (optional) gives the outputs' traits (tie-dependent,
+/// layout-dependent, lowest precision in the cone); `reference64` (optional, usually the
+/// float64_reference run) anchors the numeric judgement (see the rules above). Never throws on
 /// comparable data; a tensor library failure while comparing becomes a state_mismatch.
 [[nodiscard]] inline std::vector<oracle::verdict> compare_runs(const run_result& a, const run_result& b,
                                                                const compare_options& opt = {},
@@ -264,6 +465,7 @@ inline void compare_leaf(oracle::verdict& v, const c10::IValue& va, const c10::I
     out.push_back(std::move(v));
     return out;
   }
+  const auto traits = m ? output_traits(*m) : std::map<std::string, leaf_traits>{};
   const bool use_ref = reference64 && reference64->ok() && reference64->outputs.size() == a.outputs.size();
   for (std::size_t i = 0; i < a.outputs.size(); ++i) {
     const auto& la = a.outputs[i];
@@ -277,7 +479,6 @@ inline void compare_leaf(oracle::verdict& v, const c10::IValue& va, const c10::I
       out.push_back(std::move(v0));
       continue;
     }
-    const auto ties = m ? tie_dependent_outputs(*m, la) : std::vector<bool>(la.size(), false);
     const output_list* lr = use_ref && reference64->outputs[i].size() == la.size() ? &reference64->outputs[i] : nullptr;
     for (std::size_t j = 0; j < la.size(); ++j) {
       auto v = v0;
@@ -289,7 +490,9 @@ inline void compare_leaf(oracle::verdict& v, const c10::IValue& va, const c10::I
       } else {
         try {
           const c10::IValue* r = lr && (*lr)[j].path == la[j].path ? &(*lr)[j].value : nullptr;
-          compare_detail::compare_leaf(v, la[j].value, lb[j].value, r, a.widened, b.widened, ties[j], opt);
+          const bool gradient = la[j].path.rfind("grad.", 0) == 0;
+          compare_detail::compare_leaf(v, la[j].value, lb[j].value, r, a.widened, b.widened,
+                                       traits_of(traits, la[j].path), gradient, opt);
         } catch (const std::exception& e) {
           v.kind = verdict_kind::state_mismatch;
           v.message = "cannot compare: " + clean_error(e.what());

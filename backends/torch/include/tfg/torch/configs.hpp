@@ -28,6 +28,7 @@
 #include <tfg/torch/inputs.hpp>
 #include <tfg/torch/ivalue.hpp>
 #include <tfg/torch/model.hpp>
+#include <tfg/torch/schema.hpp>
 #include <tfg/util/clock.hpp>
 
 #include <ATen/core/grad_mode.h>
@@ -83,42 +84,49 @@ namespace config_detail {
   return s == c10::kFloat || s == c10::kHalf || s == c10::kBFloat16 || s == c10::kDouble;
 }
 
-/// `m` with every floating tensor constant, every floating dtype argument (`ScalarType`
-/// parameters of a schema, e.g. `aten::to(x, dtype=float)`) widened to float64. Integer and
-/// bool tensors (indices, masks) are left alone. Works on the exported TorchScript graph (where
-/// schemas tell dtype arguments from plain ints) and imports the result back.
+/// `m` for the float64 reference: every floating tensor constant in float64 (values are exact:
+/// f16, bf16 and f32 are subsets of f64), and every float32 dtype argument (a `ScalarType`
+/// parameter of the node's schema, e.g. `aten::to(x, dtype=float)`) made float64. Explicit
+/// casts to f16 / bf16 are kept: a mutation's `aten::to(bf16)` still rounds in the reference,
+/// which then computes what the model means, not a more precise model. Integer and bool tensors
+/// (indices, masks) are left alone. Works on a copy of the TFG, so node and edge ids are those
+/// of `m` (edge-by-edge comparison and localisation rely on it).
 [[nodiscard]] inline model widened_model(const model& m) {
-  namespace jit = ::torch::jit;
-  auto module = to_module(m);
-  auto graph = module.get_method("forward").graph()->copy();
-  std::vector<jit::Node*> nodes(graph->nodes().begin(), graph->nodes().end());
-  for (jit::Node* n : nodes) {
-    if (n->kind() == c10::prim::Constant) {
-      if (n->output()->type()->kind() != c10::TypeKind::TensorType) continue;
-      auto iv = jit::toIValue(n->output());
-      if (!iv || !iv->isTensor()) continue;
-      const auto& t = iv->toTensor();
-      if (!t.defined() || !is_float_dtype(t.scalar_type()) || t.scalar_type() == c10::kDouble) continue;
-      jit::WithInsertPoint guard(n);
-      auto* c = graph->insertConstant(c10::IValue(t.to(c10::kDouble)));
-      n->output()->replaceAllUsesWith(c);
-      n->destroy();
+  model out = m;
+  auto& g = out.graph;
+  for (auto n : g.nodes()) {
+    auto& d = g.data(n);
+    if (d.kind == c10::prim::Constant) {
+      if (d.constant.isTensor()) {
+        const auto& t = d.constant.toTensor();
+        if (t.defined() && is_float_dtype(t.scalar_type()) && t.scalar_type() != c10::kDouble)
+          d.constant = c10::IValue(t.to(c10::kDouble));
+      }
       continue;
     }
-    const auto* schema = n->maybeSchema();
+    if (d.kind.is_prim()) continue;
+    const auto* schema = schema_of(g, n);
     if (!schema) continue;
-    const auto& args = schema->arguments();
-    for (std::size_t i = 0; i < n->inputs().size() && i < args.size(); ++i) {
-      if (!compat::is_scalar_type_argument(args[i])) continue;
-      auto iv = jit::toIValue(n->input(i));
-      if (!iv || !iv->isInt()) continue;
-      const auto s = static_cast<c10::ScalarType>(iv->toInt());
-      if (!is_float_dtype(s) || s == c10::kDouble) continue;
-      jit::WithInsertPoint guard(n);
-      n->replaceInput(i, graph->insertConstant(static_cast<std::int64_t>(c10::kDouble)));
+    for (std::size_t i = 0; i < d.args.size() && i < schema->arguments().size(); ++i) {
+      auto& a = d.args[i];
+      if (a.how != argument::form::constant || !a.constant.isInt()) continue;
+      if (real_kind(schema->arguments()[i]) != c10::TypeKind::ScalarTypeType) continue;
+      if (static_cast<c10::ScalarType>(a.constant.toInt()) == c10::kFloat)
+        a.constant = c10::IValue(static_cast<std::int64_t>(c10::kDouble));
     }
   }
-  return torchscript_importer::from_graph(*graph, m.source + " (float64)");
+  out.source = m.source + " (float64)";
+  return out;
+}
+
+/// An input of the float64 configurations: floating tensors copied to float64.
+[[nodiscard]] inline at::Tensor widened_input(const at::Tensor& t) {
+  return is_float_dtype(t.scalar_type()) ? t.to(c10::kDouble, /*non_blocking=*/false, /*copy=*/true) : t.clone();
+}
+
+/// An input of the channels_last configuration: rank-4 floating tensors in that memory format.
+[[nodiscard]] inline at::Tensor channels_last_input(const at::Tensor& t) {
+  return t.dim() == 4 && t.is_floating_point() ? t.clone(at::MemoryFormat::ChannelsLast) : t.clone();
 }
 
 [[nodiscard]] inline c10::IValue on_device(const c10::IValue& v, c10::Device d) {
@@ -244,6 +252,27 @@ inline void run_gradients(run_result& r, const input_set& inputs, const run_opti
 
 }  // namespace config_detail
 
+/// The configuration `run_config` is running on this thread ("" outside it). Test-only fault
+/// operators read it to misbehave in one configuration (tests/data/fault_ops).
+[[nodiscard]] inline std::string& running_configuration() {
+  thread_local std::string name;
+  return name;
+}
+
+/// Sets running_configuration() for a scope.
+class configuration_scope {
+ public:
+  explicit configuration_scope(std::string_view name) : previous_(running_configuration()) {
+    running_configuration() = std::string(name);
+  }
+  ~configuration_scope() { running_configuration() = previous_; }
+  configuration_scope(const configuration_scope&) = delete;
+  configuration_scope& operator=(const configuration_scope&) = delete;
+
+ private:
+  std::string previous_;
+};
+
 /// Every configuration this build knows, in a fixed order, with availability on this machine.
 [[nodiscard]] inline std::vector<config_info> list_configs() {
   const bool cuda = compat::cuda_available();
@@ -259,8 +288,8 @@ inline void run_gradients(run_result& r, const input_set& inputs, const run_opti
        "torch::jit::freeze + optimize_for_inference on the exported module (conv-bn folding, oneDNN ops)", true, "",
        "eager_op_by_op"},
       {"float64_reference",
-       "op by op with floating tensor constants, floating dtype arguments and floating inputs in float64 "
-       "(integer and bool tensors untouched); outputs compared after conversion back",
+       "op by op with floating tensor constants, float32 dtype arguments and floating inputs in float64 "
+       "(explicit f16/bf16 casts kept, integer and bool tensors untouched); the judge's reference",
        true, "", "eager_op_by_op"},
       {"channels_last", "op by op with rank-4 floating inputs in channels_last memory format", true, "",
        "eager_op_by_op"},
@@ -316,18 +345,14 @@ inline void run_gradients(run_result& r, const input_set& inputs, const run_opti
     return r;
   }
   const int threads = name == "threads_1_vs_n" ? std::max(2, config_detail::hardware_threads()) : opt.threads;
+  const configuration_scope running(name);
   try {
     compat::intra_op_threads thread_scope(threads);
     namespace cd = config_detail;
     auto shared = [&] { return std::make_shared<const model>(m); };
     auto widened = [&] { return std::make_shared<const model>(cd::widened_model(m)); };
-    const cd::input_transform to_f64 = [](const at::Tensor& t) {
-      return cd::is_float_dtype(t.scalar_type()) ? t.to(c10::kDouble, /*non_blocking=*/false, /*copy=*/true)
-                                                 : t.clone();
-    };
-    const cd::input_transform to_channels_last = [](const at::Tensor& t) {
-      return t.dim() == 4 && t.is_floating_point() ? t.clone(at::MemoryFormat::ChannelsLast) : t.clone();
-    };
+    const cd::input_transform to_f64 = cd::widened_input;
+    const cd::input_transform to_channels_last = cd::channels_last_input;
     if (name == "eager_op_by_op" || name == "threads_1_vs_n") {
       cd::run_forward(r, inputs, opt, [&] { return cd::eager(shared()); }, {});
     } else if (name == "graph_executor") {

@@ -134,9 +134,12 @@ namespace detail {
     case c10::TypeKind::NumberType:
       return kind == state::value_kind::integer || kind == state::value_kind::floating ||
              kind == state::value_kind::boolean;
-    case c10::TypeKind::ListType:
-      return kind == state::value_kind::tensor_list &&
-             t->castRaw<c10::ListType>()->getElementType()->kind() == c10::TypeKind::TensorType;
+    case c10::TypeKind::ListType: {
+      const auto elem = t->castRaw<c10::ListType>()->getElementType()->kind();
+      if (elem == c10::TypeKind::TensorType) return kind == state::value_kind::tensor_list;
+      if (elem == c10::TypeKind::IntType || elem == c10::TypeKind::SymIntType) return kind == state::value_kind::int_list;
+      return false;
+    }
     default: return false;
   }
 }

@@ -108,6 +108,8 @@ struct model {
     case TypeKind::ListType:
       if (t->castRaw<c10::ListType>()->getElementType()->kind() == TypeKind::TensorType)
         return state::value_kind::tensor_list;
+      if (t->castRaw<c10::ListType>()->getElementType()->kind() == TypeKind::IntType)
+        return state::value_kind::int_list;
       return state::value_kind::other;
     default: return state::value_kind::other;
   }

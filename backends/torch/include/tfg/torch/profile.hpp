@@ -410,6 +410,9 @@ class profiler {
     } else if (v.isTensorList()) {
       s.kind = state::value_kind::tensor_list;
       s.scalar = static_cast<double>(v.toTensorList().size());
+    } else if (v.isIntList()) {
+      s.kind = state::value_kind::int_list;
+      s.scalar = static_cast<double>(v.toIntList().size());
     } else {
       s.kind = state::value_kind::other;
     }

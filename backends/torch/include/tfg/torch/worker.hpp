@@ -19,6 +19,8 @@
 #include <tfg/torch/configs.hpp>
 #include <tfg/torch/import.hpp>
 #include <tfg/torch/inputs.hpp>
+#include <tfg/torch/localise.hpp>
+#include <tfg/oracle/nan_propagation.hpp>
 #include <tfg/torch/profile.hpp>
 #include <tfg/torch/trace_labels.hpp>
 
@@ -37,10 +39,14 @@
 
 namespace tfg::torch {
 
-/// State a worker keeps across requests: loaded input sets by path.
+/// State a worker keeps across requests: loaded input sets by path, the last model a
+/// localisation step loaded (by path and modification time) and its reference values.
 struct worker_state {
   std::filesystem::path dir;  ///< where current.json goes; empty: none (in-process use)
   std::map<std::string, input_set> inputs;
+  std::string model_key;
+  std::optional<model> loaded;
+  probe_cache cache;
 };
 
 namespace worker_detail {
@@ -76,6 +82,24 @@ inline void reseed_cpu_generator() {
   std::uint64_t h = 1469598103934665603ull;
   for (std::int64_t i = 0; i < st.numel(); ++i) h = (h ^ p[i]) * 1099511628211ull;
   return h;
+}
+
+/// The largest excess of a's outputs over b's (per input; see ivalue::excess) and its input.
+[[nodiscard]] inline std::pair<double, std::size_t> output_excess(const run_result& a, const run_result& b, double atol,
+                                                                  double rtol) {
+  std::pair<double, std::size_t> worst{-1.0, 0};
+  for (std::size_t i = 0; i < a.outputs.size() && i < b.outputs.size(); ++i) {
+    const auto& la = a.outputs[i];
+    const auto& lb = b.outputs[i];
+    if (la.size() != lb.size()) return {std::numeric_limits<double>::infinity(), i};
+    for (std::size_t j = 0; j < la.size(); ++j) {
+      auto x = la[j].value, y = lb[j].value;
+      // float64 runs: compare in float64
+      const double e = ivalue::excess(x, y, atol, rtol);
+      if (e > worst.first) worst = {e, i};
+    }
+  }
+  return worst;
 }
 
 }  // namespace worker_detail
@@ -135,7 +159,8 @@ inline void reseed_cpu_generator() {
       ref64 = &r64->second;
     oracle::verdict v;
     try {
-      v = judge(a->second, b->second, {}, &m, ref64);
+      v = judge(a->second, b->second, options_for(c, (*inputs).empty() ? std::vector<c10::IValue>{} : (*inputs)[0]), &m,
+                ref64);
     } catch (const std::exception& e) {
       v.kind = oracle::verdict_kind::state_mismatch;
       v.config_a = a->first;
@@ -153,12 +178,162 @@ inline void reseed_cpu_generator() {
     }
     if (v.finding() || v.kind == oracle::verdict_kind::error_in_both) reply.verdicts.push_back(std::move(v));
   }
+  // The metamorphic check: the seed and the mutant, op by op, must agree within the operator's
+  // tolerance; a difference is a violation only when the float64 runs differ too (otherwise
+  // the model is ill-conditioned in float32, not changed by the mutation).
+  if (!req.seed_model.empty()) {
+    worker_detail::write_current(st, {{"id", req.id}, {"model", req.seed_model}, {"config", "metamorphic"}, {"pid", ::getpid()}});
+    try {
+      const auto seed = torchscript_importer().load(req.seed_model);
+      const auto mine = results.find("eager_op_by_op");
+      const auto theirs = run_config("eager_op_by_op", seed, *inputs, ro);
+      if (mine != results.end() && mine->second.ok() && theirs.ok()) {
+        const auto worst = worker_detail::output_excess(mine->second, theirs, req.meta_atol, req.meta_rtol);
+        if (worst.first > 0) {
+          auto m64 = results.find("float64_reference");
+          run_result mine64 = m64 != results.end() ? m64->second : run_config("float64_reference", m, *inputs, ro);
+          const auto theirs64 = run_config("float64_reference", seed, *inputs, ro);
+          const auto w64 = mine64.ok() && theirs64.ok()
+                               ? worker_detail::output_excess(mine64, theirs64, req.meta_atol, req.meta_rtol)
+                               : worst;
+          if (w64.first > 0) {
+            oracle::verdict v;
+            v.kind = oracle::verdict_kind::metamorphic_mismatch;
+            v.config_a = "seed";
+            v.config_b = "mutant";
+            v.input_index = w64.second;
+            v.max_abs = w64.first;
+            v.message = "the mutant's outputs differ from the seed's by " + std::to_string(worst.first) +
+                        " beyond atol " + std::to_string(req.meta_atol) + " / rtol " + std::to_string(req.meta_rtol) +
+                        " (float64: " + std::to_string(w64.first) + ")";
+            reply.verdicts.push_back(std::move(v));
+          }
+        }
+      }
+    } catch (const std::exception& e) {
+      reply.error = "metamorphic check: " + clean_error(e.what());
+    }
+  }
   const auto summary = summarise_labels(sequence);
   reply.labels = summary.labels;
   for (auto [i, j] : summary.transitions)
     reply.transitions.emplace_back(static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(j));
   reply.ok = true;
   reply.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return reply;
+}
+
+/// The structure of `m` for the supervisor's localisation (positions = topological order).
+[[nodiscard]] inline campaign::skeleton skeleton_of(const model& m) {
+  const auto& g = m.graph;
+  const auto& order = g.topological_order();
+  std::vector<std::int32_t> pos(g.node_capacity(), -1);
+  for (std::size_t i = 0; i < order.size(); ++i) pos[graph::index(order[i])] = static_cast<std::int32_t>(i);
+  std::vector<std::uint32_t> input_index(g.edge_capacity(), 0);
+  const auto ins = g.graph_inputs();
+  for (std::size_t i = 0; i < ins.size(); ++i) input_index[graph::index(ins[i])] = static_cast<std::uint32_t>(i);
+  campaign::skeleton k;
+  k.graph_inputs = static_cast<std::uint32_t>(ins.size());
+  for (auto n : order) {
+    campaign::skeleton::node x;
+    x.kind = g.data(n).name();
+    for (auto e : g.inputs(n)) {
+      const auto p = g.producer(e);
+      if (p == graph::no_node) x.inputs.emplace_back(-1, input_index[graph::index(e)]);
+      else x.inputs.emplace_back(pos[graph::index(p)], g.producer_slot(e));
+    }
+    for (auto e : g.outputs(n)) {
+      const auto kind = g.data(e).kind;
+      x.tensor_outputs.push_back(kind == state::value_kind::tensor || kind == state::value_kind::tensor_list);
+    }
+    k.nodes.push_back(std::move(x));
+  }
+  auto walk = [&](auto&& self, const output_tree& t, const std::string& path) -> void {
+    if (t.how == output_tree::form::edge) {
+      const auto p = g.producer(t.edge);
+      k.outputs.push_back({path, p == graph::no_node ? -1 : pos[graph::index(p)],
+                           p == graph::no_node ? input_index[graph::index(t.edge)] : g.producer_slot(t.edge)});
+    }
+    for (std::size_t i = 0; i < t.items.size(); ++i) self(self, t.items[i], ivalue::child_path(path, i));
+  };
+  walk(walk, m.output, "");
+  return k;
+}
+
+/// A trace, cut, nan_check or describe request (see tfg/campaign/protocol.hpp). Never throws.
+[[nodiscard]] inline campaign::worker_reply handle_localisation(const campaign::worker_request& req, worker_state& st) {
+  campaign::worker_reply reply;
+  reply.id = req.id;
+  worker_detail::write_current(st, {{"id", req.id}, {"model", req.model}, {"config", "load"}, {"pid", ::getpid()}});
+  try {
+    std::error_code ec;
+    const auto stamp = std::filesystem::last_write_time(req.model, ec);
+    const std::string key = req.model + "@" + std::to_string(ec ? 0 : stamp.time_since_epoch().count());
+    if (key != st.model_key || !st.loaded) {
+      st.loaded.emplace(torchscript_importer().load(req.model));
+      st.model_key = key;
+      st.cache = {};
+    }
+    auto it = st.inputs.find(req.inputs);
+    if (it == st.inputs.end()) it = st.inputs.emplace(req.inputs, load_inputs(req.inputs)).first;
+    const auto& inputs = it->second;
+    const auto& m = *st.loaded;
+    if (req.op == campaign::request_op::describe) {
+      reply.structure = skeleton_of(m);
+      reply.ok = true;
+      return reply;
+    }
+    if (req.op == campaign::request_op::nan_check) {
+      worker_detail::write_current(st, {{"id", req.id}, {"model", req.model}, {"config", "nan_check"}, {"pid", ::getpid()}});
+      oracle::nan_rules rules;
+      for (const auto& [op, r] : req.nan_rules)
+        if (auto rule = oracle::parse_nan_rule(r)) rules.emplace(op, *rule);
+      const auto p = profiler({c10::Device(c10::kCPU), true, false, false}).run(m, inputs);
+      const auto found = oracle::nan_vanished(
+          m.graph, [&](graph::node_id n) { return m.graph.data(n).name(); },
+          [&](graph::edge_id e) -> const state::edge_profile* {
+            return graph::index(e) < p.edges.size() ? &p.edges[graph::index(e)] : nullptr;
+          },
+          rules);
+      const auto& order = m.graph.topological_order();
+      std::vector<std::size_t> pos(m.graph.node_capacity(), 0);
+      for (std::size_t i = 0; i < order.size(); ++i) pos[graph::index(order[i])] = i;
+      for (const auto& v : found) {
+        campaign::located l;
+        l.position = static_cast<std::int64_t>(pos[graph::index(v.node)]);
+        l.op = m.graph.data(v.node).name();
+        for (auto e : m.graph.inputs(v.node))
+          if (graph::index(e) < p.edges.size() && v.run < p.edges[graph::index(e)].runs.size() &&
+              p.edges[graph::index(e)].runs[v.run].kind == state::value_kind::tensor)
+            l.inputs += (l.inputs.empty() ? "" : "; ") + state::class_of(p.edges[graph::index(e)].runs[v.run]);
+        l.divergence.message = v.message;
+        l.divergence.input_index = v.run;
+        l.runs = 1;
+        reply.found.push_back(std::move(l));
+      }
+      reply.ok = true;
+      return reply;
+    }
+    if (req.input >= inputs.size()) {
+      reply.error = "input " + std::to_string(req.input) + " of " + std::to_string(inputs.size());
+      return reply;
+    }
+    const auto& input = inputs[req.input];
+    worker_detail::write_current(st, {{"id", req.id}, {"model", req.model}, {"config", req.config_b}, {"pid", ::getpid()}});
+    run_options ro;
+    ro.threads = req.threads;
+    ro.warmup = req.warmup;
+    if (req.op == campaign::request_op::trace) {
+      reply.found.push_back(trace_localise(m, input, req.config_a, req.config_b, req.threads));
+    } else {
+      const std::string key = req.config_a + "#" + std::to_string(req.input);
+      if (st.cache.config_a != key) st.cache = {req.model, req.input, key, std::nullopt, std::nullopt};
+      reply.found.push_back(probe_cut(m, input, req.config_a, req.config_b, req.cut, st.cache, ro, req.only_b));
+    }
+    reply.ok = true;
+  } catch (const std::exception& e) {
+    reply.error = clean_error(e.what());
+  }
   return reply;
 }
 
@@ -184,8 +359,10 @@ inline int serve_requests(const std::filesystem::path& dir) {
       reply.id = req->id;
       reply.ok = true;
       reply.pid = ::getpid();
-    } else {
+    } else if (req->op == campaign::request_op::run) {
       reply = handle_request(*req, st);
+    } else {
+      reply = handle_localisation(*req, st);
     }
     ch.reply(campaign::to_line(reply));
   }

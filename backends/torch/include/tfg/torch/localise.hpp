@@ -1,0 +1,393 @@
+#pragma once
+/// Localisation primitives of the LibTorch worker: where in a model two execution
+/// configurations start to disagree (docs/oracle.md, "Localisation").
+///
+///  - `snapshot_run`: one op-by-op run of an op-by-op configuration (eager_op_by_op,
+///    float64_reference, channels_last, threads_1_vs_n) that keeps every edge's value as
+///    produced (tensors copied before a later in-place op can write them);
+///  - `trace_localise`: for two op-by-op configurations, the first node in execution order
+///    whose output differs beyond tolerance (judged against the float64 run, as the outputs
+///    are), in three runs;
+///  - `cut_model` / `probe_cut`: a model truncated to the cone of some edges that become its
+///    outputs, run in configuration b (graph executor, frozen + optimize_for_inference, the
+///    autograd configurations, ...) and compared with configuration a on those edges; the
+///    supervisor bisects over such cuts (tfg/campaign/localise.hpp), one request each;
+///  - `located_node`: the node's kind and the state class of its inputs, for the signature.
+/// Positions are indices into `graph.topological_order()`.
+#include <tfg/campaign/protocol.hpp>
+#include <tfg/torch/compare.hpp>
+#include <tfg/torch/configs.hpp>
+#include <tfg/torch/execute.hpp>
+#include <tfg/torch/ivalue.hpp>
+#include <tfg/torch/model.hpp>
+#include <tfg/torch/profile.hpp>
+#include <tfg/torch/summary.hpp>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tfg::torch {
+
+/// True for the configurations that run the model op by op with tfg::torch::executor, whose
+/// disagreements can be localised edge by edge.
+[[nodiscard]] inline bool is_op_by_op_config(std::string_view c) {
+  return c == "eager_op_by_op" || c == "float64_reference" || c == "channels_last" || c == "threads_1_vs_n";
+}
+
+/// Every edge's value from one op-by-op run, as produced.
+struct edge_values {
+  std::vector<c10::IValue> at;  ///< by edge index; None for edges not produced
+  bool widened = false;         ///< floating values are float64 (float64_reference)
+  std::string error;            ///< the run failed: why ("" when it completed)
+  std::int64_t failed_position = -1;  ///< the node that threw
+
+  [[nodiscard]] bool ok() const noexcept { return error.empty(); }
+};
+
+namespace localise_detail {
+
+/// A copy of a produced value that a later in-place write cannot change.
+[[nodiscard]] inline c10::IValue frozen_copy(const c10::IValue& v) {
+  if (v.isTensor()) {
+    const auto& t = v.toTensor();
+    return t.defined() ? c10::IValue(t.detach().clone()) : v;
+  }
+  if (v.isTensorList() || v.isTuple() || v.isList()) return ivalue::deep_clone(v, [](const at::Tensor& t) { return t.detach().clone(); });
+  return v;
+}
+
+}  // namespace localise_detail
+
+/// Runs `m` on `input` in op-by-op configuration `config`, keeping every edge's value.
+[[nodiscard]] inline edge_values snapshot_run(std::string_view config, const model& m, const std::vector<c10::IValue>& input,
+                                              int threads = 1) {
+  edge_values out;
+  out.at.assign(m.graph.edge_capacity(), c10::IValue());
+  const configuration_scope running(config);
+  std::optional<model> widened;
+  const model* run = &m;
+  ivalue::tensor_transform tf;
+  int n_threads = threads;
+  if (config == "float64_reference") {
+    widened.emplace(config_detail::widened_model(m));
+    run = &*widened;
+    tf = config_detail::widened_input;
+    out.widened = true;
+  } else if (config == "channels_last") {
+    tf = config_detail::channels_last_input;
+  } else if (config == "threads_1_vs_n") {
+    n_threads = std::max(2, config_detail::hardware_threads());
+  } else if (config != "eager_op_by_op") {
+    out.error = "configuration `" + std::string(config) + "` does not run op by op";
+    return out;
+  }
+  compat::intra_op_threads thread_scope(n_threads);
+  at::NoGradGuard no_grad;
+  executor ex(*run);
+  const auto& order = ex.order();
+  std::size_t done = 0;
+  try {
+    (void)ex.run(ivalue::deep_clone(input, tf), [&](graph::node_id n, std::span<const graph::edge_id> edges) {
+      for (auto e : edges) out.at[graph::index(e)] = localise_detail::frozen_copy(ex.value(e));
+      if (n != graph::no_node) ++done;
+    });
+  } catch (const std::exception& e) {
+    out.error = clean_error(e.what());
+    out.failed_position = done < order.size() ? static_cast<std::int64_t>(done) : -1;
+  }
+  return out;
+}
+
+/// leaf_traits of every edge (index = edge index): lowest precision and fixed-geometry reads
+/// in its cone, tie-dependence of its producer. One pass in topological order.
+[[nodiscard]] inline std::vector<leaf_traits> edge_traits(const model& m) {
+  const auto& g = m.graph;
+  std::vector<leaf_traits> t(g.edge_capacity());
+  for (auto n : g.topological_order()) {
+    leaf_traits node;
+    node.precision = introduced_precision(g, n);
+    node.layout_dependent = reads_fixed_geometry(g.data(n));
+    for (auto e : g.inputs(n)) {
+      const auto& in = t[graph::index(e)];
+      node.precision = lower_precision(node.precision, in.precision);
+      node.layout_dependent = node.layout_dependent || in.layout_dependent;
+    }
+    const bool tie = is_tie_dependent_op(g.data(n).name());
+    for (auto e : g.outputs(n)) {
+      t[graph::index(e)] = node;
+      t[graph::index(e)].tie = tie;
+    }
+  }
+  return t;
+}
+
+/// The kind of the node at `position` and the state class of its inputs (from `values`).
+inline void describe_node(const model& m, std::size_t position, const edge_values& values, campaign::located& out) {
+  const auto& g = m.graph;
+  const auto& order = g.topological_order();
+  if (position >= order.size()) return;
+  const auto n = order[position];
+  out.position = static_cast<std::int64_t>(position);
+  out.op = g.data(n).name();
+  std::string cls;
+  for (auto e : g.inputs(n)) {
+    const auto& v = values.at[graph::index(e)];
+    if (!v.isTensor() || !v.toTensor().defined()) continue;
+    const auto st = tensor_state_of(v.toTensor(), /*with_numbers=*/true);
+    cls += (cls.empty() ? "" : "; ") + state::class_of(st);
+    std::string shape = "[";
+    for (std::size_t i = 0; i < st.shape.size(); ++i) shape += (i ? "," : "") + std::to_string(st.shape[i]);
+    shape += "]";
+    std::string strides = "[";
+    for (std::size_t i = 0; i < st.strides.size(); ++i) strides += (i ? "," : "") + std::to_string(st.strides[i]);
+    strides += "]";
+    char range[96];
+    std::snprintf(range, sizeof range, " range [%.4g, %.4g]", st.numbers.min, st.numbers.max);
+    out.states.push_back(state::class_of(st) + " " + shape + " strides " + strides + " offset " +
+                         std::to_string(st.storage_offset) + range);
+  }
+  out.inputs = cls;
+}
+
+/// Judges one edge value of b against a (r: the float64 value, or null).
+[[nodiscard]] inline oracle::verdict judge_value(const c10::IValue& a, const c10::IValue& b, const c10::IValue* r,
+                                                 bool a_widened, bool b_widened, const leaf_traits& tr,
+                                                 const compare_options& opt) {
+  oracle::verdict v;
+  try {
+    if (a.isTensorList() || b.isTensorList()) {
+      const auto la = ivalue::flatten(a), lb = ivalue::flatten(b);
+      const auto lr = r ? ivalue::flatten(*r) : output_list{};
+      if (la.size() != lb.size()) {
+        v.kind = oracle::verdict_kind::state_mismatch;
+        v.message = "tensor lists of different length";
+        return v;
+      }
+      for (std::size_t i = 0; i < la.size(); ++i) {
+        oracle::verdict w;
+        compare_detail::compare_leaf(w, la[i].value, lb[i].value, i < lr.size() ? &lr[i].value : nullptr, a_widened,
+                                     b_widened, tr, false, opt);
+        if (w.kind > v.kind) v = w;
+      }
+      return v;
+    }
+    compare_detail::compare_leaf(v, a, b, r, a_widened, b_widened, tr, false, opt);
+  } catch (const std::exception& e) {
+    v.kind = oracle::verdict_kind::state_mismatch;
+    v.message = "cannot compare: " + clean_error(e.what());
+  }
+  return v;
+}
+
+/// Options the worker judges configuration b against a with (layout-changing b, the inputs'
+/// lowest precision).
+[[nodiscard]] inline compare_options options_for(std::string_view b, const std::vector<c10::IValue>& input) {
+  compare_options opt;
+  opt.layout_changes = b == "channels_last" || b == "frozen_optimized";
+  opt.input_precision = input_precision(input);
+  return opt;
+}
+
+/// The first node (in execution order) whose output differs between op-by-op configurations
+/// a and b on `input`, judged against the float64 run. 2 runs when a or b is the float64 run,
+/// else 3. When b fails, the node that threw.
+[[nodiscard]] inline campaign::located trace_localise(const model& m, const std::vector<c10::IValue>& input,
+                                                      std::string_view a_name, std::string_view b_name, int threads = 1) {
+  campaign::located out;
+  const auto a = snapshot_run(a_name, m, input, threads);
+  const auto b = snapshot_run(b_name, m, input, threads);
+  out.runs = 2;
+  std::optional<edge_values> r64;
+  if (a_name != "float64_reference" && b_name != "float64_reference") {
+    r64.emplace(snapshot_run("float64_reference", m, input, threads));
+    ++out.runs;
+  }
+  if (!a.ok() && !b.ok()) {
+    out.note = "both configurations fail: " + a.error;
+    return out;
+  }
+  if (a.ok() != b.ok()) {
+    const auto& bad = a.ok() ? b : a;
+    if (bad.failed_position >= 0) describe_node(m, static_cast<std::size_t>(bad.failed_position), a.ok() ? a : b, out);
+    out.divergence.kind = oracle::verdict_kind::error_in_one;
+    out.divergence.config_a = std::string(a_name);
+    out.divergence.config_b = std::string(b_name);
+    out.divergence.message = (a.ok() ? std::string(b_name) : std::string(a_name)) + ": " + bad.error;
+    return out;
+  }
+  const auto traits = edge_traits(m);
+  const auto opt = options_for(b_name, input);
+  const auto& g = m.graph;
+  const auto& order = g.topological_order();
+  for (std::size_t pos = 0; pos < order.size(); ++pos) {
+    const auto n = order[pos];
+    if (g.data(n).kind == c10::prim::Constant) continue;
+    for (auto e : g.outputs(n)) {
+      const auto i = graph::index(e);
+      const auto& va = a.at[i];
+      const auto& vb = b.at[i];
+      if (!(va.isTensor() || va.isTensorList()) || !(vb.isTensor() || vb.isTensorList())) continue;
+      const c10::IValue* vr = r64 && r64->ok() ? &r64->at[i] : nullptr;
+      auto v = judge_value(va, vb, vr, a.widened, b.widened, traits[i], opt);
+      if (!v.finding()) continue;
+      v.config_a = std::string(a_name);
+      v.config_b = std::string(b_name);
+      out.divergence = v;
+      describe_node(m, pos, a, out);
+      return out;
+    }
+  }
+  out.note = "no edge differs beyond tolerance in op-by-op runs";
+  return out;
+}
+
+/// `m` truncated to the cone of `edges`, which become its outputs (a tuple, in that order);
+/// every graph input stays. Node order is kept.
+[[nodiscard]] inline model cut_model(const model& m, std::span<const graph::edge_id> edges) {
+  const auto& g = m.graph;
+  std::vector<char> in_cone(g.node_capacity(), 0);
+  std::vector<graph::node_id> stack;
+  for (auto e : edges)
+    if (auto p = g.producer(e); p != graph::no_node) stack.push_back(p);
+  while (!stack.empty()) {
+    const auto n = stack.back();
+    stack.pop_back();
+    if (in_cone[graph::index(n)]) continue;
+    in_cone[graph::index(n)] = 1;
+    for (auto e : g.inputs(n))
+      if (auto p = g.producer(e); p != graph::no_node && !in_cone[graph::index(p)]) stack.push_back(p);
+  }
+  model out;
+  out.source = m.source + " (cut)";
+  out.input_names = m.input_names;
+  std::vector<graph::edge_id> map(g.edge_capacity(), graph::no_edge);
+  for (auto e : g.graph_inputs()) map[graph::index(e)] = out.graph.add_input(g.data(e));
+  for (auto n : g.topological_order()) {
+    if (!in_cone[graph::index(n)]) continue;
+    std::vector<graph::edge_id> ins;
+    for (auto e : g.inputs(n)) ins.push_back(map[graph::index(e)]);
+    std::vector<edge_data> outs;
+    for (auto e : g.outputs(n)) outs.push_back(g.data(e));
+    const auto nn = out.graph.add_node(g.data(n), ins, std::move(outs));
+    const auto new_outs = out.graph.outputs(nn);
+    const auto old_outs = g.outputs(n);
+    for (std::size_t k = 0; k < old_outs.size(); ++k) map[graph::index(old_outs[k])] = new_outs[k];
+  }
+  out.output.how = output_tree::form::tuple;
+  std::vector<c10::TypePtr> types;
+  for (auto e : edges) {
+    const auto ne = map[graph::index(e)];
+    out.graph.add_output(ne);
+    output_tree leaf;
+    leaf.how = output_tree::form::edge;
+    leaf.edge = ne;
+    leaf.type = g.data(e).type;
+    types.push_back(c10::unshapedType(g.data(e).type));
+    out.output.items.push_back(std::move(leaf));
+  }
+  out.output.type = c10::TupleType::create(types);
+  return out;
+}
+
+/// Per (model, input): the reference values a cut is compared with, computed once.
+struct probe_cache {
+  std::string model_path;
+  std::size_t input = static_cast<std::size_t>(-1);
+  std::string config_a;
+  std::optional<edge_values> a, r64;
+};
+
+/// Runs configuration b on `m` cut at `cut` (positions into the topological order) on `input`
+/// and compares each cut edge with configuration a. Forward configurations compare with a's
+/// op-by-op values (from `cache`, computed once per model and input); autograd configurations
+/// run a, b and autograd_float64 on the cut (the gradient of the cut's outputs). `diverges`
+/// holds one flag per cut edge; an error of b on the cut diverges everywhere.
+[[nodiscard]] inline campaign::located probe_cut(const model& m, const std::vector<c10::IValue>& input,
+                                                 std::string_view a_name, std::string_view b_name,
+                                                 std::span<const campaign::cut_edge> cut, probe_cache& cache,
+                                                 const run_options& ro = {}, bool only_b = false) {
+  campaign::located out;
+  const auto& g = m.graph;
+  const auto& order = g.topological_order();
+  std::vector<graph::edge_id> edges;
+  std::vector<std::size_t> owner;  // edges[k] belongs to cut[owner[k]]
+  for (std::size_t i = 0; i < cut.size(); ++i) {
+    const auto& c = cut[i];
+    if (c.position >= order.size()) {
+      out.note = "cut position " + std::to_string(c.position) + " beyond the model's " + std::to_string(order.size()) + " nodes";
+      return out;
+    }
+    const auto n = order[c.position];
+    out.kinds.push_back(g.data(n).name());
+    const auto outs = g.outputs(n);
+    for (std::size_t k = 0; k < outs.size(); ++k) {
+      if (c.output >= 0 && static_cast<std::size_t>(c.output) != k) continue;
+      const auto kind = g.data(outs[k]).kind;
+      if (kind != state::value_kind::tensor && kind != state::value_kind::tensor_list) continue;
+      edges.push_back(outs[k]);
+      owner.push_back(i);
+    }
+  }
+  out.diverges.assign(cut.size(), 0);
+  if (edges.empty()) {
+    out.note = "the cut has no tensor edge";
+    return out;
+  }
+  const auto cut_m = cut_model(m, edges);
+  const input_set one{input};
+  const bool gradient = std::string_view(b_name).rfind("autograd", 0) == 0;
+  auto opt = options_for(b_name, input);
+  if (only_b) {  // localising a crash: that b completes on this cut is the answer
+    const auto rb = run_config(b_name, cut_m, one, ro);
+    out.runs = 1;
+    if (!rb.ok()) out.note = std::string(b_name) + " fails on the cut: " + rb.error;
+    return out;
+  }
+  if (!cache.a) {  // the caller resets the cache when the model, the input or a change
+    cache.a.emplace(snapshot_run(gradient ? "eager_op_by_op" : a_name, m, input, ro.threads));
+    cache.r64.emplace(snapshot_run("float64_reference", m, input, ro.threads));
+    out.runs += 2;
+  }
+  // A one-node cut describes its node (the bisection's answer is one of these).
+  if (cut.size() == 1) {
+    describe_node(m, cut[0].position, *cache.a, out);
+    out.divergence = {};
+  }
+  if (gradient) {
+    const auto ra = run_config(a_name, cut_m, one, ro);
+    const auto rb = run_config(b_name, cut_m, one, ro);
+    const auto rr = run_config("autograd_float64", cut_m, one, ro);
+    out.runs += 3;
+    const auto v = judge(ra, rb, opt, &cut_m, rr.ok() ? &rr : nullptr);
+    out.divergence = v;
+    if (v.finding()) out.diverges.assign(cut.size(), 1);
+    return out;
+  }
+  const auto rb = run_config(b_name, cut_m, one, ro);
+  out.runs += 1;
+  if (!rb.ok()) {
+    out.divergence.kind = oracle::verdict_kind::error_in_one;
+    out.divergence.message = std::string(b_name) + ": " + rb.error;
+    out.diverges.assign(cut.size(), 1);
+    return out;
+  }
+  const auto traits = edge_traits(m);
+  const auto& leaves = rb.outputs.at(0);
+  for (std::size_t k = 0; k < edges.size() && k < leaves.size(); ++k) {
+    const auto i = graph::index(edges[k]);
+    const auto& va = cache.a->at[i];
+    const c10::IValue* vr = cache.r64 && cache.r64->ok() ? &cache.r64->at[i] : nullptr;
+    auto v = judge_value(va, leaves[k].value, vr, false, rb.widened, traits[i], opt);
+    v.config_a = std::string(a_name);
+    v.config_b = std::string(b_name);
+    if (v.finding()) out.diverges[owner[k]] = 1;
+    if (v.kind > out.divergence.kind) out.divergence = v;
+  }
+  return out;
+}
+
+}  // namespace tfg::torch

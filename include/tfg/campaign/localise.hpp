@@ -1,0 +1,264 @@
+#pragma once
+/// \file
+/// Localisation of a differential finding (docs/oracle.md, "Localisation"): the first operator
+/// whose output diverges between the two configurations, with its input states and the size
+/// of the divergence there. Backend-neutral: the steps are worker requests
+/// (tfg/campaign/protocol.hpp), so a step that crashes the framework kills only a worker.
+///
+///  - op-by-op pairs (both configurations run the model op by op): one `trace` request; the
+///    worker compares every edge (3 configuration runs);
+///  - graph-level pairs (graph executor, frozen + optimize_for_inference, autograd through the
+///    graph executor) and process-level failures: a bisection over the execution order of the
+///    diverging outputs' cone with `cut` requests (the model cut at an edge, that edge its
+///    output). The first probe is the cut at the outputs themselves: when the divergence
+///    vanishes there, an optimisation across the cut changed what the configuration does and
+///    the result says so. After the bisection one more probe checks the culprit's inputs: when
+///    one of them diverges, the search continues below it. About log2(n) + 3 steps.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <iterator>
+#include <optional>
+#include <ranges>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tfg/campaign/judge.hpp"
+#include "tfg/campaign/protocol.hpp"
+#include "tfg/graph/concepts.hpp"
+
+namespace tfg::campaign {
+
+/// Where a disagreement starts.
+struct localisation {
+  bool localised = false;
+  std::int64_t position = -1;        ///< in the model's topological order
+  graph::node_id node = graph::no_node;  ///< the supervisor's node at that position
+  std::string op;                    ///< its kind
+  std::string inputs;                ///< the state class of its inputs
+  std::vector<std::string> states;   ///< F of its inputs, for humans
+  oracle::verdict divergence;        ///< how its outputs differ
+  int runs = 0;                      ///< configuration runs spent
+  int requests = 0;                  ///< worker requests spent
+  bool confirmed = false;            ///< the culprit's inputs were checked to agree
+  std::string note;                  ///< why not localised, or what to know about the result
+};
+
+/// Sends one request to a worker and returns what happened (a dead worker is the caller's to
+/// replace before the next call).
+using step_function = std::function<run_outcome(const worker_request&)>;
+
+/// Localisation over a graph `g` (the supervisor's copy of the model the worker runs; the
+/// same topological order).
+template <graph::tensor_graph G>
+class localiser {
+ public:
+  /// `is_tensor(e)`: edges a cut may return; `kind(n)`: node kinds (to check that the worker's
+  /// positions are the supervisor's).
+  localiser(const G& g, std::function<bool(graph::edge_id)> is_tensor, std::function<std::string(graph::node_id)> kind)
+      : g_(g), is_tensor_(std::move(is_tensor)), kind_(std::move(kind)) {
+    pos_.assign(g_.node_capacity(), 0);
+    std::size_t i = 0;
+    for (auto n : g_.topological_order()) pos_[graph::index(n)] = i++;
+  }
+
+  /// Localises the disagreement of `base.config_a` / `base.config_b` on input `base.input`
+  /// that shows at `outputs` (the graph output edges the verdict is about). `op_by_op`: both
+  /// configurations run op by op (one trace request). `crash`: the finding is a process-level
+  /// failure of config_b; a probe that kills the worker counts as diverging.
+  [[nodiscard]] localisation run(worker_request base, std::span<const graph::edge_id> outputs, bool op_by_op, bool crash,
+                                 const step_function& step) const {
+    localisation out;
+    if (op_by_op && !crash) {
+      base.op = request_op::trace;
+      base.cut.clear();
+      const auto o = step(base);
+      ++out.requests;
+      if (!o.reply || !o.reply->ok || o.reply->found.empty()) {
+        out.note = "trace failed: " + describe_failure(o);
+        return out;
+      }
+      const auto& l = o.reply->found.front();
+      out.runs = l.runs;
+      if (l.position < 0) {
+        out.note = l.note.empty() ? "no edge differs" : l.note;
+        return out;
+      }
+      take(out, l);
+      out.confirmed = true;  // every edge was compared: the inputs agreed
+      return out;
+    }
+    // Bisection over the cone of the diverging outputs, in execution order.
+    const auto cands = candidates(outputs);
+    if (cands.empty()) {
+      out.note = "no operator produces the diverging outputs";
+      return out;
+    }
+    base.op = request_op::cut;
+    base.only_b = crash;
+    auto probe = [&](std::vector<cut_edge> cut) -> std::optional<bool> {
+      auto r = base;
+      r.cut = std::move(cut);
+      const auto o = step(r);
+      ++out.requests;
+      if (crash) {  // localising a crash of b: the probe crashing is the answer
+        if (o.process_failed()) return true;
+        if (o.reply && o.reply->ok) {
+          if (!o.reply->found.empty()) out.runs += o.reply->found.front().runs;
+          return false;
+        }
+        out.note = "a localisation step failed: " + describe_failure(o);
+        return std::nullopt;
+      }
+      if (o.process_failed() || !o.reply || !o.reply->ok || o.reply->found.empty()) {
+        out.note = "a localisation step failed: " + describe_failure(o);
+        return std::nullopt;
+      }
+      const auto& l = o.reply->found.front();
+      out.runs += l.runs;
+      if (l.diverges.empty()) {
+        out.note = l.note.empty() ? "a localisation step returned nothing" : l.note;
+        return std::nullopt;
+      }
+      last_ = l;
+      return std::any_of(l.diverges.begin(), l.diverges.end(), [](auto d) { return d != 0; });
+    };
+    // The cut at the last candidate (the outputs' producers) must show the divergence.
+    std::size_t hi = cands.size() - 1;
+    {
+      const auto d = probe({{static_cast<std::uint32_t>(cands[hi]), -1}});
+      if (!d) return out;
+      if (!*d) {
+        out.note = "the divergence vanishes when the model is cut at its output's producer: an optimisation across "
+                   "the cut (fusion of what follows) changes what the configuration does; not localised";
+        out.position = static_cast<std::int64_t>(cands[hi]);
+        return out;
+      }
+    }
+    std::optional<campaign::located> found = last_;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      std::size_t lo = 0;
+      while (lo < hi) {
+        const std::size_t mid = lo + (hi - lo) / 2;
+        const auto d = probe({{static_cast<std::uint32_t>(cands[mid]), -1}});
+        if (!d) return out;
+        if (*d) {
+          hi = mid;
+          found = last_;
+        } else {
+          lo = mid + 1;
+        }
+      }
+      // Check the culprit's inputs: they must agree.
+      const auto culprit = order_at(cands[hi]);
+      std::vector<cut_edge> ins;
+      std::vector<std::size_t> producer_index;
+      for (auto e : g_.inputs(culprit)) {
+        const auto p = g_.producer(e);
+        if (p == graph::no_node || !is_tensor_(e)) continue;
+        ins.push_back({static_cast<std::uint32_t>(pos_[graph::index(p)]), static_cast<std::int32_t>(g_.producer_slot(e))});
+        producer_index.push_back(pos_[graph::index(p)]);
+      }
+      if (ins.empty() || crash) {
+        out.confirmed = !crash;
+        break;
+      }
+      const auto d = probe(ins);
+      if (!d) return out;
+      if (!*d) {
+        out.confirmed = true;
+        break;
+      }
+      // An input diverges: continue below the earliest diverging input's producer.
+      std::size_t bound = cands[hi];
+      for (std::size_t k = 0; k < ins.size(); ++k)
+        if (k < last_.diverges.size() && last_.diverges[k]) bound = std::min(bound, producer_index[k]);
+      const auto it = std::upper_bound(cands.begin(), cands.end(), bound);
+      if (it == cands.begin()) break;
+      hi = static_cast<std::size_t>(std::distance(cands.begin(), it)) - 1;
+      if (cands[hi] != bound) {
+        out.note = "a diverging input comes from outside the outputs' cone";
+        break;
+      }
+      // Re-probe the new upper bound so `found` describes it.
+      const auto again = probe({{static_cast<std::uint32_t>(cands[hi]), -1}});
+      if (!again) return out;
+      if (*again) found = last_;
+    }
+    out.position = static_cast<std::int64_t>(cands[hi]);
+    out.node = order_at(cands[hi]);
+    out.op = kind_(out.node);
+    out.localised = true;
+    if (found) {
+      out.divergence = found->divergence;
+      out.inputs = found->inputs;
+      out.states = found->states;
+    }
+    return out;
+  }
+
+ private:
+  [[nodiscard]] graph::node_id order_at(std::size_t pos) const {
+    const auto& order = g_.topological_order();
+    return *std::next(std::begin(order), static_cast<std::ptrdiff_t>(pos));
+  }
+
+  /// Positions of the nodes in the cone of `outputs` that produce a tensor edge, ascending.
+  [[nodiscard]] std::vector<std::size_t> candidates(std::span<const graph::edge_id> outputs) const {
+    std::vector<char> seen(g_.node_capacity(), 0);
+    std::vector<graph::node_id> stack;
+    for (auto e : outputs)
+      if (auto p = g_.producer(e); p != graph::no_node) stack.push_back(p);
+    std::vector<std::size_t> out;
+    while (!stack.empty()) {
+      const auto n = stack.back();
+      stack.pop_back();
+      if (seen[graph::index(n)]) continue;
+      seen[graph::index(n)] = 1;
+      bool tensor = false;
+      for (auto e : g_.outputs(n)) tensor = tensor || is_tensor_(e);
+      if (tensor && !g_.inputs(n).empty()) out.push_back(pos_[graph::index(n)]);
+      for (auto e : g_.inputs(n))
+        if (auto p = g_.producer(e); p != graph::no_node && !seen[graph::index(p)]) stack.push_back(p);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  void take(localisation& out, const located& l) const {
+    out.localised = true;
+    out.position = l.position;
+    out.inputs = l.inputs;
+    out.states = l.states;
+    out.divergence = l.divergence;
+    if (l.position >= 0 && static_cast<std::size_t>(l.position) < pos_.size() &&
+        static_cast<std::size_t>(l.position) < static_cast<std::size_t>(std::ranges::distance(g_.topological_order()))) {
+      out.node = order_at(static_cast<std::size_t>(l.position));
+      out.op = kind_(out.node);
+      if (!l.op.empty() && l.op != out.op) {
+        out.note = "the worker's node at position " + std::to_string(l.position) + " is " + l.op + ", here " + out.op;
+        out.op = l.op;
+        out.node = graph::no_node;
+      }
+    } else {
+      out.op = l.op;
+    }
+  }
+
+  [[nodiscard]] static std::string describe_failure(const run_outcome& o) {
+    if (o.process_failed()) return "the worker " + std::string(to_string(o.exchange.kind));
+    if (!o.reply) return o.reply_error;
+    if (!o.reply->ok) return o.reply->error;
+    return "no result";
+  }
+
+  const G& g_;
+  std::function<bool(graph::edge_id)> is_tensor_;
+  std::function<std::string(graph::node_id)> kind_;
+  std::vector<std::size_t> pos_;  ///< topological position by node index
+  mutable located last_;
+};
+
+}  // namespace tfg::campaign

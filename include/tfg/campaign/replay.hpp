@@ -1,0 +1,138 @@
+#pragma once
+/// \file
+/// Replaying a stored finding (`flowmut repro DIR/findings/ID`): the finding folder's model is
+/// run in a fresh supervised worker exactly as the campaign ran it, judged and localised the
+/// same way, and the finding reproduces when the same signature shows again (judge.hpp,
+/// `reproduces`). Backend-neutral.
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tfg/campaign/backend.hpp"
+#include "tfg/campaign/judge.hpp"
+#include "tfg/campaign/loop.hpp"
+#include "tfg/campaign/process.hpp"
+#include "tfg/campaign/protocol.hpp"
+#include "tfg/oracle/nan_propagation.hpp"
+
+namespace tfg::campaign {
+
+/// What a replay showed.
+struct replay_result {
+  bool reproduced = false;
+  run_outcome outcome;                    ///< of the main run (or of the nan_check)
+  std::vector<observed_finding> observed;  ///< what it shows of the finding's kind and pair
+  std::string error;                       ///< the folder could not be replayed: why
+};
+
+/// Replays the finding in `dir` with `worker_exe` (serving `worker --dir D`). `nan_rules`:
+/// the propagation rules of the requirement files (nan_vanished findings).
+template <class Backend>
+[[nodiscard]] replay_result replay(Backend& backend, const std::filesystem::path& dir, const std::filesystem::path& worker_exe,
+                                   std::chrono::milliseconds timeout, std::int64_t rss_limit_bytes,
+                                   const oracle::nan_rules& nan_rules = {}) {
+  namespace fs = std::filesystem;
+  replay_result out;
+  std::ifstream in(dir / "meta.json");
+  const auto meta = nlohmann::json::parse(in, nullptr, false);
+  if (meta.is_discarded() || !fs::exists(dir / "mutant.pt")) {
+    out.error = dir.string() + " is not a finding folder (meta.json, mutant.pt)";
+    return out;
+  }
+  const auto kind = oracle::parse_finding_kind(meta.value("kind", ""));
+  if (!kind) {
+    out.error = dir.string() + ": unknown finding kind `" + meta.value("kind", "") + "`";
+    return out;
+  }
+  // The recorded signature, rebuilt from its fields; the key must match.
+  oracle::finding_signature sig;
+  sig.kind = *kind;
+  sig.config_a = meta.value("config_a", "");
+  sig.config_b = meta.value("config_b", "");
+  const auto work = fs::temp_directory_path() / ("flowmut-replay-" + std::to_string(::getpid()));
+  fs::create_directories(work);
+  std::optional<worker> w;
+  auto spawn = [&] {
+    if (w) w->shutdown();
+    spawn_options so;
+    so.argv = {worker_exe.string(), "worker", "--dir", work.string()};
+    so.env_extra = {"GLOG_minloglevel=2"};
+    so.log_path = work / "log";
+    so.rss_limit_bytes = rss_limit_bytes;
+    auto s = worker::spawn(std::move(so));
+    if (!s) throw std::runtime_error("cannot start a worker: " + s.error());
+    w.emplace(std::move(*s));
+  };
+  auto running = [&] {
+    std::ifstream cur(work / "current.json");
+    const auto j = nlohmann::json::parse(cur, nullptr, false);
+    return j.is_discarded() ? std::string("?") : j.value("config", "?");
+  };
+  auto step = [&](const worker_request& r) {
+    auto ex = w->exchange(to_line(r), timeout);
+    const bool died = ex.kind != outcome::reply;
+    auto o = make_outcome(std::move(ex), died ? running() : std::string());
+    if (died) spawn();
+    return o;
+  };
+  spawn();
+  worker_request req;
+  req.id = 0;
+  req.model = fs::absolute(dir / "mutant.pt").string();
+  req.inputs = fs::absolute(dir / "inputs.pt").string();
+  req.configs = meta.value("configs", std::vector<std::string>{});
+  if (sig.kind == oracle::finding_kind::metamorphic) {
+    req.seed_model = fs::absolute(dir / "seed.pt").string();
+    req.meta_atol = meta["metamorphic"].value("atol", 0.0);
+    req.meta_rtol = meta["metamorphic"].value("rtol", 0.0);
+  }
+  attribution fallback;
+  fallback.culprit_op = meta.value("culprit_op", "");
+  fallback.dtype = meta.value("dtype", "f32");
+  fallback.device = meta.value("device", "cpu");
+  fallback.inputs = meta.value("inputs", "");
+  const std::string key = meta.value("key", "");
+  if (sig.kind == oracle::finding_kind::nan_vanished) {
+    auto q = req;
+    q.op = request_op::nan_check;
+    for (const auto& [op, rule] : nan_rules) q.nan_rules.emplace(op, std::string(oracle::to_string(rule)));
+    out.outcome = step(q);
+    if (out.outcome.reply && out.outcome.reply->ok)
+      for (const auto& l : out.outcome.reply->found) {
+        attribution at = fallback;
+        at.culprit_op = l.op;
+        at.inputs = l.inputs;
+        at.localised = true;
+        at.divergence = l.divergence.message;
+        auto s = signature_of(oracle::finding_kind::nan_vanished, "", "", at);
+        if (!l.inputs.empty()) s.dtype = l.inputs.substr(0, l.inputs.find(' '));
+        out.observed.push_back({s, l.divergence.message, at});
+        if (s.key() == key) out.reproduced = true;
+      }
+  } else {
+    out.outcome = step(req);
+    performance_rule perf;
+    perf.seed_times = meta.value("seed_times", std::map<std::string, double>{});
+    for (const auto& c : backend.configs()) perf.reference[c.name] = c.reference;
+    const bool process = out.outcome.process_failed();
+    const bool localised = meta.contains("localisation") && meta["localisation"].value("localised", false);
+    // A crash keeps its recorded attribution (bisecting it again costs a worker per step).
+    const attributor at = process || !localised
+                              ? fixed_attribution(fallback)
+                              : localising_attributor<Backend>(req, fallback, backend.configs(), step);
+    for (auto& f : findings_of(out.outcome, at, &perf, finding_filter{&sig}))
+      out.observed.push_back(std::move(f));
+    for (const auto& f : out.observed)
+      if (f.signature.key() == key) out.reproduced = true;
+  }
+  if (w) w->shutdown();
+  std::error_code ec;
+  fs::remove_all(work, ec);
+  return out;
+}
+
+}  // namespace tfg::campaign

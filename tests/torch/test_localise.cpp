@@ -1,0 +1,183 @@
+// Localisation in the LibTorch worker, end to end in process: a test-only operator that returns
+// wrong values only under one configuration, deep in a model of 150 nodes, is named as the
+// culprit — by bisection of cuts for the graph executor and by an edge-by-edge trace for
+// threads_1_vs_n — within 2 log2(n) + 2 configuration runs; the worker's skeleton keeps the
+// positions of its import; the float64 reference keeps an explicit bf16 cast.
+#include <tfg/campaign/localise.hpp>
+#include <tfg/campaign/skeleton.hpp>
+#include <tfg/torch/backend.hpp>
+#include <tfg/torch/worker.hpp>
+
+#include <doctest/doctest.h>
+#include <torch/csrc/jit/ir/irparser.h>
+#include <torch/library.h>
+
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+#include <string>
+
+namespace {
+
+namespace tt = tfg::torch;
+namespace tc = tfg::campaign;
+namespace fs = std::filesystem;
+
+// Wrong (x + 1) under one configuration only, the identity elsewhere.
+at::Tensor wrong_in_graph(const at::Tensor& x) { return tt::running_configuration() == "graph_executor" ? x + 1 : x.clone(); }
+at::Tensor wrong_in_threads(const at::Tensor& x) { return tt::running_configuration() == "threads_1_vs_n" ? x * 1.01 : x.clone(); }
+
+TORCH_LIBRARY(tfg_test_fault, m) {
+  m.def("wrong_in_graph(Tensor x) -> Tensor", &wrong_in_graph);
+  m.def("wrong_in_threads(Tensor x) -> Tensor", &wrong_in_threads);
+}
+
+/// A 150-node model: sin / neg / add over a [4, 8] input, with `fault` at node 130.
+tt::model deep_model(const std::string& fault) {
+  std::ostringstream ir;
+  ir << "graph(%x0 : Tensor):\n  %c : float = prim::Constant[value=0.5]()\n  %one : int = prim::Constant[value=1]()\n";
+  for (int i = 0; i < 150; ++i) {
+    const std::string in = "%x" + std::to_string(i), out = "%x" + std::to_string(i + 1);
+    if (i == 130) ir << "  " << out << " : Tensor = tfg_test_fault::" << fault << "(" << in << ")\n";
+    else if (i % 3 == 0) ir << "  " << out << " : Tensor = aten::sin(" << in << ")\n";
+    else if (i % 3 == 1) ir << "  " << out << " : Tensor = aten::neg(" << in << ")\n";
+    else ir << "  " << out << " : Tensor = aten::add(" << in << ", %c, %one)\n";
+  }
+  ir << "  return (%x150)\n";
+  auto g = std::make_shared<::torch::jit::Graph>();
+  ::torch::jit::parseIR(ir.str(), g.get());
+  return tt::torchscript_importer::from_graph(*g, "deep.ir");
+}
+
+struct in_process_worker {
+  tt::worker_state st;
+  int runs = 0;
+  tc::run_outcome operator()(const tc::worker_request& r) {
+    const auto reply = r.op == tc::request_op::run ? tt::handle_request(r, st) : tt::handle_localisation(r, st);
+    for (const auto& l : reply.found) runs += l.runs;
+    tc::exchange_result ex;
+    ex.kind = tc::outcome::reply;
+    ex.reply = tc::to_line(reply);
+    return tc::make_outcome(ex);
+  }
+};
+
+struct files {
+  fs::path dir = fs::temp_directory_path() / ("tfg-localise-" + std::to_string(::getpid()));
+  fs::path model = dir / "deep.pt", inputs = dir / "inputs.pt";
+  explicit files(const tt::model& m) {
+    fs::create_directories(dir);
+    tt::save(m, model.string());
+    tt::save_inputs({{at::randn({4, 8})}, {at::randn({4, 8})}}, inputs);
+  }
+  ~files() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+};
+
+tc::localisation localise(const files& f, const std::string& a, const std::string& b, bool op_by_op, int& runs) {
+  in_process_worker w;
+  tc::worker_request base;
+  base.model = f.model.string();
+  base.inputs = f.inputs.string();
+  base.configs = {a, b, "float64_reference"};
+  auto d = base;
+  d.op = tc::request_op::describe;
+  const auto o = w(d);
+  REQUIRE(o.reply);
+  REQUIRE(o.reply->structure);
+  const auto& sk = *o.reply->structure;
+  const auto g = tc::build_graph(sk);
+  tc::localiser<tc::skeleton_graph> loc(
+      g, [&](tfg::graph::edge_id e) { return g.data(e); }, [&](tfg::graph::node_id n) { return g.data(n); });
+  base.config_a = a;
+  base.config_b = b;
+  auto l = loc.run(base, tc::output_edges(g, sk, ""), op_by_op, false, std::ref(w));
+  runs = w.runs;
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE("localise: a defect of the graph executor deep in a 150-node model is named, by bisection") {
+  const auto m = deep_model("wrong_in_graph");
+  REQUIRE(m.graph.node_count() >= 150);
+  const files f(m);
+  // The disagreement exists at the outputs.
+  in_process_worker w;
+  tc::worker_request run;
+  run.model = f.model.string();
+  run.inputs = f.inputs.string();
+  run.configs = {"eager_op_by_op", "graph_executor", "float64_reference"};
+  const auto reply = tt::handle_request(run, w.st);
+  REQUIRE(reply.ok);
+  bool found = false;
+  for (const auto& v : reply.verdicts) found = found || (v.config_b == "graph_executor" && v.finding());
+  REQUIRE(found);
+  int runs = 0;
+  const auto l = localise(f, "eager_op_by_op", "graph_executor", false, runs);
+  INFO(l.note);
+  REQUIRE(l.localised);
+  CHECK(l.op == "tfg_test_fault::wrong_in_graph");
+  CHECK(l.confirmed);
+  CHECK(l.inputs == "f32 r2 contiguous");
+  const double n = static_cast<double>(m.graph.node_count());
+  MESSAGE("bisection: " << runs << " configuration runs, " << l.requests << " requests for " << n << " nodes");
+  CHECK(runs == l.runs);
+  CHECK(static_cast<double>(runs) <= 2 * std::log2(n) + 2);
+}
+
+TEST_CASE("localise: a defect of an op-by-op configuration is named by one edge-by-edge trace") {
+  const auto m = deep_model("wrong_in_threads");
+  const files f(m);
+  int runs = 0;
+  const auto l = localise(f, "eager_op_by_op", "threads_1_vs_n", true, runs);
+  INFO(l.note);
+  REQUIRE(l.localised);
+  CHECK(l.op == "tfg_test_fault::wrong_in_threads");
+  CHECK(l.requests == 1);
+  CHECK(runs == 3);  // eager, threads, float64
+}
+
+TEST_CASE("localise: the worker's skeleton has the positions of its import, and the backend's outputs") {
+  auto m = tt::torchscript_importer().load(std::string(TFG_SOURCE_DIR) + "/tests/data/tiny_mix.pt");
+  const auto sk = tt::skeleton_of(m);
+  const auto& order = m.graph.topological_order();
+  REQUIRE(sk.nodes.size() == order.size());
+  for (std::size_t i = 0; i < order.size(); ++i) CHECK(sk.nodes[i].kind == m.graph.data(order[i]).name());
+  CHECK(sk.outputs.size() == m.graph.graph_outputs().size());
+  const auto g = tc::build_graph(sk);
+  CHECK(tc::output_edges(g, sk, "").size() == sk.outputs.size());
+  CHECK(tc::output_edges(g, sk, "1").size() == 1);
+}
+
+TEST_CASE("config float64_reference keeps an explicit cast to bf16 (the cast rounds in the reference too)") {
+  auto g = std::make_shared<::torch::jit::Graph>();
+  ::torch::jit::parseIR(R"IR(
+graph(%x : Tensor):
+  %none : NoneType = prim::Constant()
+  %false : bool = prim::Constant[value=0]()
+  %bf16 : int = prim::Constant[value=15]()
+  %f32 : int = prim::Constant[value=6]()
+  %b : Tensor = aten::to(%x, %bf16, %false, %false, %none)
+  %y : Tensor = aten::to(%b, %f32, %false, %false, %none)
+  %z : Tensor = aten::sin(%y)
+  return (%z)
+)IR",
+                        g.get());
+  const auto m = tt::torchscript_importer::from_graph(*g, "cast.ir");
+  const tt::input_set in{{at::randn({64})}};
+  const auto eager = tt::run_config("eager_op_by_op", m, in);
+  const auto f64 = tt::run_config("float64_reference", m, in);
+  REQUIRE(eager.ok());
+  REQUIRE(f64.ok());
+  // sin of bf16-rounded values in f64, against the same in f32: close, and within tolerance.
+  const auto v = tt::judge(eager, f64, {}, &m);
+  INFO(v.message);
+  CHECK(v.kind <= tfg::oracle::verdict_kind::within_tolerance);
+  // Without the cast kept, f64 would compute sin of the unrounded input: far beyond f32 rounding.
+  const auto x = in[0][0].toTensor().to(at::kDouble);
+  const auto unrounded = x.sin();
+  CHECK((f64.outputs[0][0].value.toTensor() - unrounded).abs().max().item<double>() > 1e-4);
+}

@@ -59,6 +59,10 @@ for d in $(sql "$WORK/fault/campaign.db" "select dir from findings"); do
     || { cat "$WORK/repro.out"; fail "flowmut repro $d did not reproduce the finding"; }
 done
 
+# a mutant that produced a finding never becomes a seed (healthy acceptance)
+[ "$(sql "$WORK/fault/campaign.db" "select count(*) from rounds where verdict = 'finding' and accepted = 1")" = 0 ] \
+  || fail "a mutant with a finding was accepted as a seed"
+
 echo "== 3. kill -9 mid-campaign, then --resume: no reported finding is lost"
 "$FLOWMUT" run "$SEED" --ops "$FAULTS" --policy random --rounds 14 --out "$WORK/kill" --timeout 5 \
   --rss-limit-mb 256 --reruns 0 --config eager_op_by_op --config float64_reference -q > "$WORK/kill.out" 2>&1 &
@@ -83,4 +87,29 @@ for id in $before; do
 done
 rounds=$(sql "$WORK/kill/campaign.db" "select count(*) from rounds")
 [ "$rounds" = 15 ] || fail "resumed campaign: expected 15 rounds, found $rounds"
+echo "== 4. round 0, localisation and inheritance: a graph-executor defect in the seed, a second one added"
+VALUES=$SRC/tests/data/fault_values
+C3="--config eager_op_by_op --config graph_executor --config float64_reference"
+"$FLOWMUT" run "$SEED" --ops "$VALUES/a" --rounds 1 --accept any --policy one-shot --out "$WORK/va" $C3 --reruns 1 -q \
+  > "$WORK/va.out" 2>&1 || { cat "$WORK/va.out"; fail "campaign with the wrong_in_graph fault failed"; }
+[ "$(sql "$WORK/va/campaign.db" "select culprit_op from findings")" = "tfg_fault::wrong_in_graph" ] \
+  || { cat "$WORK/va.out"; fail "the graph-executor defect was not localised to tfg_fault::wrong_in_graph"; }
+# The accepted mutant (it carries the defect) is the seed of a second campaign.
+"$FLOWMUT" run "$WORK/va/current.pt" --inputs "$WORK/va/inputs.pt" --ops "$VALUES/b" --rounds 4 --accept any \
+  --policy one-shot --out "$WORK/vb" $C3 --reruns 1 -q > "$WORK/vb.out" 2>&1 \
+  || { cat "$WORK/vb.out"; fail "campaign on the defective seed failed"; }
+[ "$(sql "$WORK/vb/campaign.db" "select culprit_op from findings where first_round = 0")" = "tfg_fault::wrong_in_graph" ] \
+  || { cat "$WORK/vb.out"; fail "round 0 did not report the seed's own disagreement, localised"; }
+# A second, different defect on the same configuration pair is a new finding, localised to it.
+[ "$(sql "$WORK/vb/campaign.db" "select culprit_op from findings where first_round = 1 and config_b = 'graph_executor'")" = "tfg_fault::wrong_in_graph_b" ] \
+  || { cat "$WORK/vb.out"; fail "the second divergence on eager_op_by_op vs graph_executor was not reported as new"; }
+# Mutants that show only what their seed shows inherit it: no new finding in those rounds.
+inh=$(sql "$WORK/vb/campaign.db" "select count(*) from rounds where round > 1 and reason like '%inherited%'")
+[ "$inh" -ge 1 ] || { sql "$WORK/vb/campaign.db" "select round, verdict, reason from rounds"; fail "no round inherited the seed's disagreement"; }
+[ "$(sql "$WORK/vb/campaign.db" "select count(*) from findings")" = 2 ] || fail "inherited disagreements became findings"
+for d in $(sql "$WORK/vb/campaign.db" "select dir from findings"); do
+  "$FLOWMUT" repro "$WORK/vb/$d" --timeout 10 > "$WORK/repro.out" 2>&1 || { cat "$WORK/repro.out"; fail "flowmut repro $d did not reproduce"; }
+  grep -q "localised to tfg_fault::" "$WORK/repro.out" || { cat "$WORK/repro.out"; fail "repro of $d did not localise"; }
+done
+
 echo "all campaign end-to-end checks passed"

@@ -35,7 +35,13 @@ tfg::oracle::verdict diff(verdict_kind k, std::string a, std::string b, std::str
   return v;
 }
 
-const attributor at = fixed_attribution({"aten::conv2d", "f32", "cpu"});
+attribution culprit(const std::string& op) {
+  attribution a;
+  a.culprit_op = op;
+  return a;
+}
+
+const attributor at = fixed_attribution(culprit("aten::conv2d"));
 
 }  // namespace
 
@@ -53,7 +59,7 @@ TEST_CASE("judge: differential verdicts become findings attributed to the culpri
   auto other = r;
   other.verdicts = {diff(verdict_kind::numeric_mismatch, "eager_op_by_op", "channels_last")};
   CHECK(!reproduces(found[0].signature, reply_outcome(other), at));
-  CHECK(!reproduces(found[0].signature, reply_outcome(r), fixed_attribution({"aten::relu", "f32", "cpu"})));
+  CHECK(!reproduces(found[0].signature, reply_outcome(r), fixed_attribution(culprit("aten::relu"))));
 }
 
 TEST_CASE("judge: a failing reference is illegal unless the framework asserts internally") {
@@ -115,7 +121,7 @@ TEST_CASE("judge: reproducing a finding attributes only the candidates of its ki
   int calls = 0;
   attributor counting = [&](const run_outcome&, const tfg::oracle::verdict* v, finding_kind) {
     ++calls;
-    attribution a{"aten::relu", "f32", "cpu"};
+    attribution a = culprit("aten::relu");
     a.inputs = v ? v->config_b : "";
     return a;
   };

@@ -177,3 +177,42 @@ TEST_CASE("requirements: output stage checks the requirements of rewired outside
   // Without a probed state nothing can be substituted: deferred, not rejected.
   CHECK(match::check_rewired_consumers(op, m, b, reqs.requirements, nullptr, ws) == match::reject_stage::accepted);
 }
+
+TEST_CASE("requirements: 'propagates nan RULE' parses, compiles into the table, and a wrong rule is a syntax error") {
+  auto const ok = dsl::parse(R"(tfg 1
+requirement aten::relu(%self) propagates nan elementwise { rank(%self) >= 0 }
+requirement aten::sum(%self, ...) propagates nan any {}
+requirement aten::relu(%self, ...) propagates nan preserve { rank(%self) >= 1 }
+)",
+                             "nan.tfg");
+  INFO(ok.format_diagnostics());
+  REQUIRE(ok.ok());
+  REQUIRE(ok.ast.requirements.size() == 3);
+  CHECK(ok.ast.requirements[0].nan_rule == "elementwise");
+  CHECK(ok.ast.requirements[1].nan_rule == "any");
+  tfg::match::symbol_table syms;
+  auto const c = tfg::match::compile(ok.ast, syms, {});
+  REQUIRE(c.ok());
+  // The first declaration of a kind that states a rule gives the kind's rule.
+  CHECK(c.requirements.nan_rules.at("aten::relu") == "elementwise");
+  CHECK(c.requirements.nan_rules.at("aten::sum") == "any");
+  auto const bad = dsl::parse("tfg 1\nrequirement aten::relu(%self) propagates nan sideways { }\n", "bad.tfg");
+  CHECK_FALSE(bad.ok());
+  const auto text = bad.format_diagnostics();
+  CHECK(text.find("bad.tfg:2:") != std::string::npos);
+  CHECK(text.find("error[E001]") != std::string::npos);
+  CHECK(text.find("NaN rule") != std::string::npos);
+}
+
+TEST_CASE("requirements: the bundled requirement files state NaN rules for the propagating operators") {
+  tfg::match::symbol_table syms;
+  auto const pool = tfg::match::load_pool({tfg_test::source_dir() / "operators" / "requirements"}, syms, externs());
+  REQUIRE(pool.ok());
+  const auto& r = pool.requirements.nan_rules;
+  CHECK(r.size() >= 80);
+  CHECK(r.at("aten::relu") == "elementwise");
+  CHECK(r.at("aten::cat") == "preserve");
+  CHECK(r.at("aten::_convolution") == "any");
+  CHECK(r.count("aten::where") == 0);  // selects: a NaN may legitimately not be chosen
+  CHECK(r.count("aten::pow") == 0);    // pow(NaN, 0) = 1
+}

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <set>
 
 namespace {
@@ -351,5 +352,72 @@ TEST_CASE("config zoo: every configuration on every seed") {
     line("autograd", gb, tt::judge(ga, gb, {}, &m, &g64));
     const auto raw = tt::judge(ga, gb);  // without the float64 judge, for the record
     if (raw.kind != tt::judge(ga, gb, {}, &m, &g64).kind) line("autograd(no f64 ref)", gb, raw);
+  }
+}
+
+// Calibration of the numeric judgement (docs/oracle.md): every configuration on every input of
+// every zoo seed, judged with each (reference_slack k, magnitude floor c) choice; a numeric or
+// NaN/Inf mismatch on an unmutated seed is a false alarm (these seeds agree up to rounding, as
+// the table of `config zoo` shows). Prints the count per choice. Skipped without TFG_ZOO_DIR.
+TEST_CASE("config zoo calibration: seed-level false alarms per (k, floor) choice") {
+  const char* dir = std::getenv("TFG_ZOO_DIR");
+  if (!dir || !*dir || !fs::is_directory(dir)) return;
+  std::vector<fs::path> seeds;
+  for (const auto& f : fs::directory_iterator(dir)) {
+    const auto name = f.path().filename().string();
+    if (f.path().extension() == ".pt" && name.find(".inputs.") == std::string::npos) seeds.push_back(f.path());
+  }
+  std::sort(seeds.begin(), seeds.end());
+  const std::vector<double> ks{1, 2, 4, 8}, cs{0, 16, 64, 256};
+  std::map<std::pair<double, double>, int> alarms;
+  std::map<std::pair<double, double>, std::vector<std::string>> where;
+  int pairs = 0;
+  for (const auto& seed : seeds) {
+    const auto name = seed.stem().string();
+    tt::model m;
+    tt::input_set inputs;
+    try {
+      m = tt::torchscript_importer().load(seed.string());
+      inputs = tt::load_inputs(tt::inputs_path_for(seed.string()));
+    } catch (const std::exception& e) {
+      continue;
+    }
+    std::map<std::string, tt::run_result> r;
+    for (const auto& c : tt::list_configs())
+      if (c.available && c.name.rfind("cuda", 0) != 0) r.emplace(c.name, tt::run_config(c.name, m, inputs));
+    for (const auto& c : tt::list_configs()) {
+      if (!c.available || c.reference.empty() || !r.count(c.name)) continue;
+      const bool grad = is_autograd(c.name);
+      const auto* ref64 = &r.at(grad ? "autograd_float64" : "float64_reference");
+      if (c.name == "float64_reference" || c.name == "autograd_float64") ref64 = nullptr;
+      ++pairs;
+      for (double k : ks)
+        for (double cf : cs) {
+          tt::compare_options opt;
+          opt.reference_slack = k;
+          opt.magnitude_ulps = cf;
+          opt.layout_changes = c.name == "channels_last" || c.name == "frozen_optimized";
+          const auto v = tt::judge(r.at(c.reference), r.at(c.name), opt, &m, ref64);
+          if (v.kind == verdict_kind::numeric_mismatch || v.kind == verdict_kind::nan_inf_mismatch) {
+            ++alarms[{k, cf}];
+            where[{k, cf}].push_back(name + "/" + c.name);
+          }
+        }
+    }
+  }
+  std::printf("seed-level false alarms over %zu seeds, %d configuration pairs (k = reference slack, c = floor in ulp x rms)\n",
+              seeds.size(), pairs);
+  std::printf("%6s", "k \\ c");
+  for (double cf : cs) std::printf(" %8.0f", cf);
+  std::printf("\n");
+  for (double k : ks) {
+    std::printf("%6.0f", k);
+    for (double cf : cs) std::printf(" %8d", alarms[{k, cf}]);
+    std::printf("\n");
+  }
+  for (const auto& [kc, list] : where) {
+    std::printf("k=%g c=%g:", kc.first, kc.second);
+    for (const auto& w : list) std::printf(" %s", w.c_str());
+    std::printf("\n");
   }
 }

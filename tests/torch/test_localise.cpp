@@ -137,7 +137,7 @@ TEST_CASE("localise: a defect of an op-by-op configuration is named by one edge-
   REQUIRE(l.localised);
   CHECK(l.op == "tfg_test_fault::wrong_in_threads");
   CHECK(l.requests == 1);
-  CHECK(runs == 3);  // eager, threads, float64
+  CHECK(runs == 4);  // eager, threads, float64, and channels_last as the float32 peer
 }
 
 TEST_CASE("localise: the worker's skeleton has the positions of its import, and the backend's outputs") {

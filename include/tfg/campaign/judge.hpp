@@ -182,7 +182,14 @@ struct observed_finding {
 /// The signature of a finding of kind `k` between `a` and `b`, attributed as `at`.
 [[nodiscard]] inline oracle::finding_signature signature_of(oracle::finding_kind k, std::string a, std::string b,
                                                             const attribution& at, std::string detail = {}) {
-  oracle::finding_signature s{k, std::move(a), std::move(b), at.culprit_op, at.dtype, at.device, std::move(detail)};
+  oracle::finding_signature s;
+  s.kind = k;
+  s.config_a = std::move(a);
+  s.config_b = std::move(b);
+  s.culprit_op = at.culprit_op;
+  s.dtype = at.dtype;
+  s.device = at.device;
+  s.detail = std::move(detail);
   s.inputs = at.inputs;
   return s;
 }

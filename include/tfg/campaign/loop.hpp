@@ -99,6 +99,7 @@ struct options {
   std::size_t return_every = 25;       ///< every N rounds continue from the next corpus member; 0: never
   double min_legal_rate = 0.5;         ///< below this legal rate over the last `legal_window` rounds: back to the original
   std::size_t legal_window = 10;
+  double magnitude_limit = 100;        ///< not accepted when a value grows beyond this many times the original's largest
   bool localise = true;                ///< localise differential findings (else: attributed to the mutation)
 };
 
@@ -733,12 +734,32 @@ class loop {
     else if (!opt_.accept_any && special_outputs(mm, Backend::mutant_profile(mu)) >
                                      special_outputs(gen_->current(), gen_->current_profile()))
       why_not = "its outputs carry NaN/Inf the seed's do not";
+    else if (!opt_.accept_any && !corpus_.empty()) {
+      // Values far beyond the original's make float32 ill-conditioned: later comparisons would
+      // measure rounding, not the framework.
+      const double mine = max_magnitude(mm, Backend::mutant_profile(mu));
+      const double original = max_magnitude(corpus_[0].model, corpus_[0].profile);
+      if (mine > opt_.magnitude_limit * std::max(original, 1.0))
+        why_not = "its values reach " + std::to_string(mine) + ", beyond " + std::to_string(opt_.magnitude_limit) +
+                  " x the original seed's largest";
+    }
     if (why_not.empty()) {
       accept(mu, req, reply, rec, shown);
     } else {
       notes_.push_back("not accepted: " + why_not);
     }
     if (status_.last.empty() || rec.verdict == round_verdict::legal) status_.last = "legal " + op.name;
+  }
+
+  /// The largest finite |value| of any floating tensor edge of a profiled model.
+  [[nodiscard]] static double max_magnitude(const model_type& m, const profile_type& p) {
+    double x = 0;
+    for (auto e : Backend::graph(m).edges())
+      if (const auto* ep = Backend::edge_profile(p, e))
+        for (const auto& s : ep->runs)
+          if (s.kind == state::value_kind::tensor && state::is_floating(s.type) && s.numel > 0 && s.numbers.max == s.numbers.max)
+            x = std::max(x, s.numbers.max_abs());
+    return x;
   }
 
   /// NaN and Inf elements over the graph outputs of a profiled model.

@@ -156,7 +156,7 @@ inline void describe_node(const model& m, std::size_t position, const edge_value
 /// Judges one edge value of b against a (r: the float64 value, or null).
 [[nodiscard]] inline oracle::verdict judge_value(const c10::IValue& a, const c10::IValue& b, const c10::IValue* r,
                                                  bool a_widened, bool b_widened, const leaf_traits& tr,
-                                                 const compare_options& opt) {
+                                                 const compare_options& opt, double spread = 0) {
   oracle::verdict v;
   try {
     if (a.isTensorList() || b.isTensorList()) {
@@ -175,7 +175,7 @@ inline void describe_node(const model& m, std::size_t position, const edge_value
       }
       return v;
     }
-    compare_detail::compare_leaf(v, a, b, r, a_widened, b_widened, tr, false, opt);
+    compare_detail::compare_leaf(v, a, b, r, a_widened, b_widened, tr, false, opt, spread);
   } catch (const std::exception& e) {
     v.kind = oracle::verdict_kind::state_mismatch;
     v.message = "cannot compare: " + clean_error(e.what());
@@ -183,18 +183,22 @@ inline void describe_node(const model& m, std::size_t position, const edge_value
   return v;
 }
 
-/// Options the worker judges configuration b against a with (layout-changing b, the inputs'
-/// lowest precision).
-[[nodiscard]] inline compare_options options_for(std::string_view b, const std::vector<c10::IValue>& input) {
+/// Options the worker judges configuration b against a with (layout-changing b, arithmetic
+/// rewriting b, the inputs' lowest precision); `nonfinite_parameters`: has_nonfinite_parameters.
+[[nodiscard]] inline compare_options options_for(std::string_view b, const std::vector<c10::IValue>& input,
+                                                 bool nonfinite_parameters = false) {
   compare_options opt;
   opt.layout_changes = b == "channels_last" || b == "frozen_optimized";
+  opt.rewrites_arithmetic = b == "frozen_optimized" || b == "autograd";
+  opt.nonfinite_parameters = nonfinite_parameters;
   opt.input_precision = input_precision(input);
   return opt;
 }
 
 /// The first node (in execution order) whose output differs between op-by-op configurations
-/// a and b on `input`, judged against the float64 run. 2 runs when a or b is the float64 run,
-/// else 3. When b fails, the node that threw.
+/// a and b on `input`, judged against the float64 run, with threads_1_vs_n and channels_last
+/// (those not a or b) as the peers whose spread is the float32 rounding noise of each edge: 4
+/// or 5 runs. When b fails, the node that threw.
 [[nodiscard]] inline campaign::located trace_localise(const model& m, const std::vector<c10::IValue>& input,
                                                       std::string_view a_name, std::string_view b_name, int threads = 1) {
   campaign::located out;
@@ -205,6 +209,15 @@ inline void describe_node(const model& m, std::size_t position, const edge_value
   if (a_name != "float64_reference" && b_name != "float64_reference") {
     r64.emplace(snapshot_run("float64_reference", m, input, threads));
     ++out.runs;
+  }
+  // Peers: the other float32 op-by-op configurations (their spread around a is this model's
+  // float32 rounding noise at each edge).
+  std::vector<edge_values> peers;
+  for (const char* p : {"threads_1_vs_n", "channels_last"}) {
+    if (p == a_name || p == b_name) continue;
+    auto pv = snapshot_run(p, m, input, threads);
+    ++out.runs;
+    if (pv.ok()) peers.push_back(std::move(pv));
   }
   if (!a.ok() && !b.ok()) {
     out.note = "both configurations fail: " + a.error;
@@ -220,7 +233,7 @@ inline void describe_node(const model& m, std::size_t position, const edge_value
     return out;
   }
   const auto traits = edge_traits(m);
-  const auto opt = options_for(b_name, input);
+  const auto opt = options_for(b_name, input, has_nonfinite_parameters(m));
   const auto& g = m.graph;
   const auto& order = g.topological_order();
   for (std::size_t pos = 0; pos < order.size(); ++pos) {
@@ -232,7 +245,9 @@ inline void describe_node(const model& m, std::size_t position, const edge_value
       const auto& vb = b.at[i];
       if (!(va.isTensor() || va.isTensorList()) || !(vb.isTensor() || vb.isTensorList())) continue;
       const c10::IValue* vr = r64 && r64->ok() ? &r64->at[i] : nullptr;
-      auto v = judge_value(va, vb, vr, a.widened, b.widened, traits[i], opt);
+      double spread = 0;
+      for (const auto& p : peers) spread = std::max(spread, compare_detail::spread_of(va, p.at[i], false));
+      auto v = judge_value(va, vb, vr, a.widened, b.widened, traits[i], opt, spread);
       if (!v.finding()) continue;
       v.config_a = std::string(a_name);
       v.config_b = std::string(b_name);
@@ -299,6 +314,7 @@ struct probe_cache {
   std::size_t input = static_cast<std::size_t>(-1);
   std::string config_a;
   std::optional<edge_values> a, r64;
+  std::vector<edge_values> peers;  ///< threads_1_vs_n, channels_last: float32 rounding noise
 };
 
 /// Runs configuration b on `m` cut at `cut` (positions into the topological order) on `input`
@@ -340,7 +356,7 @@ struct probe_cache {
   const auto cut_m = cut_model(m, edges);
   const input_set one{input};
   const bool gradient = std::string_view(b_name).rfind("autograd", 0) == 0;
-  auto opt = options_for(b_name, input);
+  auto opt = options_for(b_name, input, has_nonfinite_parameters(m));
   if (only_b) {  // localising a crash: that b completes on this cut is the answer
     const auto rb = run_config(b_name, cut_m, one, ro);
     out.runs = 1;
@@ -351,6 +367,12 @@ struct probe_cache {
     cache.a.emplace(snapshot_run(gradient ? "eager_op_by_op" : a_name, m, input, ro.threads));
     cache.r64.emplace(snapshot_run("float64_reference", m, input, ro.threads));
     out.runs += 2;
+    if (!gradient)
+      for (const char* p : {"threads_1_vs_n", "channels_last"}) {
+        auto pv = snapshot_run(p, m, input, ro.threads);
+        ++out.runs;
+        if (pv.ok()) cache.peers.push_back(std::move(pv));
+      }
   }
   // A one-node cut describes its node (the bisection's answer is one of these).
   if (cut.size() == 1) {
@@ -381,7 +403,9 @@ struct probe_cache {
     const auto i = graph::index(edges[k]);
     const auto& va = cache.a->at[i];
     const c10::IValue* vr = cache.r64 && cache.r64->ok() ? &cache.r64->at[i] : nullptr;
-    auto v = judge_value(va, leaves[k].value, vr, false, rb.widened, traits[i], opt);
+    double spread = 0;
+    for (const auto& p : cache.peers) spread = std::max(spread, compare_detail::spread_of(va, p.at[i], false));
+    auto v = judge_value(va, leaves[k].value, vr, false, rb.widened, traits[i], opt, spread);
     v.config_a = std::string(a_name);
     v.config_b = std::string(b_name);
     if (v.finding()) out.diverges[owner[k]] = 1;

@@ -148,19 +148,37 @@ inline void reseed_cpu_generator() {
   }
   worker_detail::write_current(st, {{"id", req.id}, {"model", req.model}, {"config", "compare"}, {"pid", ::getpid()}});
 
-  for (const auto& c : configs) {
+  // Judge every pair; the float64 pairs last, with the other float32 configurations that
+  // agree with the reference as peers (the spread of float32 rounding on this model).
+  std::vector<std::string> order;
+  for (const auto& c : configs)
+    if (c != "float64_reference" && c != "autograd_float64") order.push_back(c);
+  for (const auto& c : configs)
+    if (c == "float64_reference" || c == "autograd_float64") order.push_back(c);
+  std::map<std::string, bool> agrees;  // config -> agrees with its reference (no finding)
+  const auto opt_input = (*inputs).empty() ? std::vector<c10::IValue>{} : (*inputs)[0];
+  const bool nonfinite = has_nonfinite_parameters(m);
+  for (const auto& c : order) {
     const auto info = find_config(c);
     if (!info || info->reference.empty()) continue;
     const auto a = results.find(info->reference), b = results.find(c);
     if (a == results.end() || b == results.end()) continue;
-    const char* ref64_name = worker_detail::is_gradient_config(c) ? "autograd_float64" : "float64_reference";
+    const bool grad = worker_detail::is_gradient_config(c);
+    const char* ref64_name = grad ? "autograd_float64" : "float64_reference";
     const run_result* ref64 = nullptr;
     if (auto r64 = results.find(ref64_name); r64 != results.end() && c != ref64_name && r64->second.ok())
       ref64 = &r64->second;
+    // Peers: the other float32 configurations of the same kind (forward or gradients); for the
+    // float64 pair only those that agree with the reference.
+    std::vector<const run_result*> peers;
+    for (const auto& [name, r] : results) {
+      if (name == a->first || name == c || r.widened || !r.ok() || worker_detail::is_gradient_config(name) != grad) continue;
+      if (c == ref64_name && !agrees[name]) continue;
+      peers.push_back(&r);
+    }
     oracle::verdict v;
     try {
-      v = judge(a->second, b->second, options_for(c, (*inputs).empty() ? std::vector<c10::IValue>{} : (*inputs)[0]), &m,
-                ref64);
+      v = judge(a->second, b->second, options_for(c, opt_input, nonfinite), &m, ref64, peers);
     } catch (const std::exception& e) {
       v.kind = oracle::verdict_kind::state_mismatch;
       v.config_a = a->first;
@@ -176,6 +194,7 @@ inline void reseed_cpu_generator() {
       v.config_b = c;
       v.message = "random number generator consumption differs between " + a->first + " and " + c;
     }
+    agrees[c] = !v.finding() && b->second.ok();
     if (v.finding() || v.kind == oracle::verdict_kind::error_in_both) reply.verdicts.push_back(std::move(v));
   }
   // The metamorphic check: the seed and the mutant, op by op, must agree within the operator's

@@ -212,8 +212,12 @@ inline void reseed_cpu_generator() {
           auto m64 = results.find("float64_reference");
           run_result mine64 = m64 != results.end() ? m64->second : run_config("float64_reference", m, *inputs, ro);
           const auto theirs64 = run_config("float64_reference", seed, *inputs, ro);
+          // In float64 the operator's tolerance, but never below float64's own (a value-preserving
+          // mutation may still change which kernels run downstream: rounding, not values).
+          const oracle::tolerance_table table;
           const auto w64 = mine64.ok() && theirs64.ok()
-                               ? worker_detail::output_excess(mine64, theirs64, req.meta_atol, req.meta_rtol)
+                               ? worker_detail::output_excess(mine64, theirs64, std::max(req.meta_atol, table.f64.atol),
+                                                              std::max(req.meta_rtol, table.f64.rtol))
                                : worst;
           if (w64.first > 0) {
             oracle::verdict v;
@@ -222,9 +226,12 @@ inline void reseed_cpu_generator() {
             v.config_b = "mutant";
             v.input_index = w64.second;
             v.max_abs = w64.first;
-            v.message = "the mutant's outputs differ from the seed's by " + std::to_string(worst.first) +
-                        " beyond atol " + std::to_string(req.meta_atol) + " / rtol " + std::to_string(req.meta_rtol) +
-                        " (float64: " + std::to_string(w64.first) + ")";
+            char buf[256];
+            std::snprintf(buf, sizeof buf,
+                          "the mutant's outputs differ from the seed's by %.3g beyond atol %.3g / rtol %.3g, and by "
+                          "%.3g beyond the float64 tolerance in float64",
+                          worst.first, req.meta_atol, req.meta_rtol, w64.first);
+            v.message = buf;
             reply.verdicts.push_back(std::move(v));
           }
         }
@@ -346,7 +353,12 @@ inline void reseed_cpu_generator() {
       reply.found.push_back(trace_localise(m, input, req.config_a, req.config_b, req.threads));
     } else {
       const std::string key = req.config_a + "#" + std::to_string(req.input);
-      if (st.cache.config_a != key) st.cache = {req.model, req.input, key, std::nullopt, std::nullopt};
+      if (st.cache.config_a != key) {
+        st.cache = {};
+        st.cache.model_path = req.model;
+        st.cache.input = req.input;
+        st.cache.config_a = key;
+      }
       reply.found.push_back(probe_cut(m, input, req.config_a, req.config_b, req.cut, st.cache, ro, req.only_b));
     }
     reply.ok = true;

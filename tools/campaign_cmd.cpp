@@ -176,6 +176,10 @@ int run_repro_command(const std::string& dir, const std::string& self_exe, int t
 }
 
 int run_summary_command(const std::string& dir) {
+  if (!fs::is_regular_file(fs::path(dir) / "campaign.db")) {
+    std::cerr << "flowmut summary: " << dir << " is not a campaign folder (no campaign.db)\n";
+    return 2;
+  }
   auto opened = tfg::campaign::store::open(fs::path(dir) / "campaign.db");
   if (!opened) {
     std::cerr << "flowmut: error: " << opened.error() << "\n";

@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -259,6 +260,25 @@ int run_configs() {
 }
 }  // namespace
 
+// Validators for the numbers a user types: a negative count must not wrap to 2^64-1.
+const CLI::Range count_range(std::int64_t{0}, std::int64_t{100'000'000}, "a count from 0 to 100000000");
+const CLI::Range seed_range(std::int64_t{0}, std::numeric_limits<std::int64_t>::max(), "a non-negative seed");
+const CLI::Validator non_empty(
+    [](std::string& v) { return v.empty() ? std::string("the path is empty") : std::string(); }, "PATH", "non-empty");
+const CLI::Validator finite_non_negative(
+    [](std::string& v) {
+      double d = 0;
+      try {
+        std::size_t used = 0;
+        d = std::stod(v, &used);
+        if (used != v.size()) return std::string("not a number: " + v);
+      } catch (const std::exception&) {
+        return std::string("not a number: " + v);
+      }
+      return std::isfinite(d) && d >= 0 ? std::string() : std::string("must be finite and >= 0: " + v);
+    },
+    "FLOAT>=0", "finite non-negative");
+
 int main(int argc, char** argv) {
   CLI::App app{"flowmut: data-flow mutation testing of deep learning frameworks"};
   app.require_subcommand(1);
@@ -273,8 +293,8 @@ int main(int argc, char** argv) {
   profile->add_option("--shape", pa.shapes, "shape of each forward argument for random inputs, e.g. f32[1,3,64,64] (repeat per argument)");
   profile->add_option("--json", pa.json_path, "write the TFG with F(e) as JSON");
   profile->add_option("--dot", pa.dot_path, "write the TFG as Graphviz DOT");
-  profile->add_option("--device", pa.device, "cpu or cuda")->default_val("cpu");
-  profile->add_option("--threads", pa.threads, "intra-op threads")->default_val(1);
+  profile->add_option("--device", pa.device, "cpu or cuda")->default_val("cpu")->check(CLI::IsMember({"cpu", "cuda"}));
+  profile->add_option("--threads", pa.threads, "intra-op threads (1-256)")->default_val(1)->check(CLI::Range(1, 256));
   profile->add_flag("--no-numbers", pa.no_numbers, "skip numeric summaries (min/max/mean/counts/hash)");
   profile->add_flag("--no-check", pa.no_check, "do not compare op-by-op outputs with module.forward");
 
@@ -307,19 +327,19 @@ int main(int argc, char** argv) {
   run_args ra;
   auto* run = app.add_subcommand("run", "run a mutation campaign on a seed model");
   run->add_option("model", ra.model, "seed TorchScript .pt file (not needed with --resume)");
-  run->add_option("--rounds", ra.rounds, "rounds to run in total")->default_val(250);
-  run->add_option("--out", ra.out, "campaign folder (database, findings, checkpoints)")->required();
+  run->add_option("--rounds", ra.rounds, "mutation rounds after the seed's own round 0")->default_val(250)->check(count_range);
+  run->add_option("--out", ra.out, "campaign folder (database, findings, checkpoints)")->required()->check(non_empty);
   run->add_option("--policy", ra.policy, "linucb | ucb1 | random | fixed | one-shot")->default_val("linucb");
   run->add_option("--features", ra.ablation, "feature ablation: all | coverage-only | impact-only | no-L | no-T | no-M | no-P | no-I")
       ->default_val("all");
-  run->add_option("--alpha", ra.alpha, "LinUCB exploration weight")->default_val(1.0);
+  run->add_option("--alpha", ra.alpha, "LinUCB exploration weight (finite, >= 0)")->default_val(1.0)->check(finite_non_negative);
   run->add_option("--ops", ra.op_dirs, "operator folders (default: the bundled operators/)");
   run->add_option("--config", ra.configs, "execution configurations to run (repeat; default: every CPU configuration)");
   run->add_option("--inputs", ra.inputs, "profiling inputs (default MODEL.inputs.pt or 3 random inputs)");
-  run->add_option("--seed", ra.seed, "campaign seed (a campaign is deterministic for a seed)")->default_val(1);
-  run->add_option("--timeout", ra.timeout_s, "per-mutant timeout cap in seconds (the timeout is calibrated below it)")->default_val(60);
-  run->add_option("--reruns", ra.reruns, "reliability reruns of each new finding")->default_val(2);
-  run->add_option("--rss-limit-mb", ra.rss_limit_mb, "worker memory limit (default min(8 GiB, RAM/2))");
+  run->add_option("--seed", ra.seed, "campaign seed (a campaign is deterministic for a seed)")->default_val(1)->check(seed_range);
+  run->add_option("--timeout", ra.timeout_s, "per-mutant timeout cap in seconds (the timeout is calibrated below it)")->default_val(60)->check(CLI::Range(1, 86400));
+  run->add_option("--reruns", ra.reruns, "reliability reruns of each new finding")->default_val(2)->check(CLI::Range(0, 100));
+  run->add_option("--rss-limit-mb", ra.rss_limit_mb, "worker memory limit (default min(8 GiB, RAM/2))")->check(CLI::Range(std::int64_t{64}, std::int64_t{1} << 30));
   run->add_flag("--resume", ra.resume, "continue the campaign in --out");
   run->add_flag("--force", ra.force, "start over in a folder that holds a campaign");
   run->add_flag("-q,--quiet", ra.quiet, "no status line");
@@ -328,19 +348,19 @@ int main(int argc, char** argv) {
   run->add_option("--corpus", ra.corpus, "accepted seeds kept to go back to (the original always)")->default_val(8)
       ->check(CLI::Range(2, 1000));
   run->add_option("--return-every", ra.return_every, "every N rounds continue from the next corpus member (0: never)")
-      ->default_val(25);
+      ->default_val(25)->check(count_range);
   run->add_flag("--no-localise", ra.no_localise, "attribute findings to the mutation instead of localising them");
 
   compare_args ca;
   auto* cmp = app.add_subcommand("compare", "run several policies on the same seeds and print a Table-7-like comparison");
   cmp->add_option("models", ca.models, "seed .pt files")->required()->check(CLI::ExistingFile);
-  cmp->add_option("--out", ca.out, "folder for the campaigns (OUT/SEED/POLICY)")->required();
+  cmp->add_option("--out", ca.out, "folder for the campaigns (OUT/SEED/POLICY)")->required()->check(non_empty);
   cmp->add_option("--policies", ca.policies, "policies (and ablations as linucb/no-P) to compare")->delimiter(',');
-  cmp->add_option("--rounds", ca.rounds, "rounds per campaign")->default_val(250);
+  cmp->add_option("--rounds", ca.rounds, "rounds per campaign")->default_val(250)->check(count_range);
   cmp->add_option("--ops", ca.op_dirs, "operator folders");
   cmp->add_option("--config", ca.configs, "execution configurations");
-  cmp->add_option("--seed", ca.seed, "campaign seed")->default_val(1);
-  cmp->add_option("--timeout", ca.timeout_s, "per-mutant timeout cap in seconds")->default_val(60);
+  cmp->add_option("--seed", ca.seed, "campaign seed")->default_val(1)->check(seed_range);
+  cmp->add_option("--timeout", ca.timeout_s, "per-mutant timeout cap in seconds")->default_val(60)->check(CLI::Range(1, 86400));
   cmp->add_flag("--resume", ca.resume, "reuse campaigns that are already there (continue unfinished ones)");
 
   std::string summary_dir;
@@ -351,7 +371,7 @@ int main(int argc, char** argv) {
   int repro_timeout = 60;
   auto* repro = app.add_subcommand("repro", "re-run a finding's mutant in a fresh worker and say whether it reproduces");
   repro->add_option("dir", repro_dir, "finding folder (CAMPAIGN/findings/ID)")->required()->check(CLI::ExistingDirectory);
-  repro->add_option("--timeout", repro_timeout, "seconds before the run counts as a hang")->default_val(60);
+  repro->add_option("--timeout", repro_timeout, "seconds before the run counts as a hang")->default_val(60)->check(CLI::Range(1, 86400));
   std::int64_t repro_rss_mb = 8192;
   repro->add_option("--rss-limit-mb", repro_rss_mb, "worker memory limit")->default_val(8192);
   std::vector<std::string> repro_ops;
@@ -362,7 +382,20 @@ int main(int argc, char** argv) {
   worker->add_option("--dir", worker_dir, "folder for the write-ahead record")->required();
   worker->group("");
 
-  CLI11_PARSE(app, argc, argv);
+  // Argument errors exit 2, as the README documents (CLI11's own codes are 100 and up);
+  // --help and --version exit 0.
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  }
   const std::string self_exe = std::filesystem::read_symlink("/proc/self/exe").string();
   try {
     if (*profile) return run_profile(pa);

@@ -8,6 +8,7 @@ packages=(
   python3-torch python3-torchvision         # only to generate the seed zoo
   libboost-dev librange-v3-dev doctest-dev libbenchmark-dev
   nlohmann-json3-dev libfmt-dev libcli11-dev libsqlite3-dev libxxhash-dev
+  clang                                     # the libFuzzer harness over the DSL front end (tests/fuzz)
 )
 missing=()
 for p in "${packages[@]}"; do

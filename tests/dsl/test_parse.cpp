@@ -514,3 +514,75 @@ TEST_CASE("parse never throws and never fails internally on mutated input") {
   CHECK(dsl::parse("", "empty.tfg").diagnostics.size() == 1);  // E004
   CHECK(internal_errors == 0);
 }
+
+namespace {
+
+/// A one-operator text whose input constraint is `cond`.
+std::string with_condition(std::string const& cond) {
+  return "tfg 1\noperator t object tensor primitive insertion origin tfg anchor %x {\n  require input { " + cond +
+         " }\n  replace { %c = aten::clone(%x, none) }\n}\n";
+}
+
+std::vector<std::string> codes_of(dsl::parse_result const& r) {
+  std::vector<std::string> out;
+  for (auto const& d : r.diagnostics) out.push_back(d.code);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("hostile nesting is E007, not a stack overflow") {
+  // Each of these crashed the parser (SIGSEGV in the unary rule) or a recursive tree walk.
+  for (std::string const prefix : {"- ", "!", "-", "! "}) {
+    std::string cond;
+    for (int i = 0; i < 10000; ++i) cond += prefix;
+    cond += prefix[0] == '!' ? "(rank(%x) == 1)" : "rank(%x) == 1";
+    auto const r = dsl::parse(with_condition(cond), "prefix.tfg");
+    INFO("prefix '" << prefix << "'");
+    CHECK(codes_of(r) == std::vector<std::string>{"E007"});
+    REQUIRE(!r.diagnostics.empty());
+    CHECK(r.diagnostics.front().loc.line == 3);
+  }
+  // Brackets and prefix operators count together: 40 `-(` pairs are 80 levels.
+  std::string mixed;
+  for (int i = 0; i < 40; ++i) mixed += "-(";
+  mixed += "1";
+  for (int i = 0; i < 40; ++i) mixed += ")";
+  CHECK(codes_of(dsl::parse(with_condition(mixed + " == 1"), "mixed.tfg")) == std::vector<std::string>{"E007"});
+
+  // A 100,000-term chain: one E007 (not one per term), and nothing deeper than the bound is built.
+  std::string chain = "rank(%x) == 1";
+  for (int i = 1; i < 100000; ++i) chain += " && rank(%x) == 1";
+  auto const r = dsl::parse(with_condition(chain), "chain.tfg");
+  CHECK(codes_of(r) == std::vector<std::string>{"E007"});
+}
+
+TEST_CASE("nesting within the bounds parses and checks cleanly") {
+  std::string prefix;
+  for (int i = 0; i < 30; ++i) prefix += "!!";  // 60 levels inside the require block's braces
+  auto const a = dsl::parse(with_condition(prefix + "(rank(%x) == 1)"), "ok.tfg", {.run_checks = false});
+  CHECK(a.diagnostics.empty());
+
+  std::string chain = "rank(%x) == 1";
+  for (int i = 1; i < 500; ++i) chain += " && rank(%x) == 1";
+  auto const b = dsl::parse(with_condition(chain), "ok.tfg", {.run_checks = false});
+  CHECK(b.diagnostics.empty());
+  REQUIRE(b.ast.operators.size() == 1);
+  auto const& req = b.ast.operators.front().require_input;
+  REQUIRE(req.has_value());
+  REQUIRE(req->conditions.size() == 1);
+  CHECK(req->conditions.front().height == 502);  // 499 '&&' over comparisons of height 3 (==, rank(), %x)
+}
+
+TEST_CASE("columns count code points at the end of a long line") {
+  // Columns come from checkpoints every 64 bytes: check one far along a line with multi-byte text.
+  std::string text = "tfg 1\n// ";
+  for (int i = 0; i < 500; ++i) text += "\xc3\xa9";  // 500 x U+00E9, two bytes each
+  text += " x\noperator\n";
+  auto const r = dsl::parse(text, "cols.tfg");
+  REQUIRE(!r.diagnostics.empty());
+  dsl::line_index const idx(text);
+  auto const at = idx.locate(static_cast<std::uint32_t>(text.find(" x\n") + 1), 1);
+  CHECK(at.line == 2);
+  CHECK(at.col == 3 + 500 + 1 + 1);  // "// ", the 500 code points, the blank, then x
+}

@@ -26,6 +26,7 @@ inline match::extern_registry const& externs() {
   static match::extern_registry const r = [] {
     match::extern_registry x;
     x.add("no_inplace_writer", [](std::span<const match::extern_arg>) { return match::attr_value(true); });
+    x.add("no_geometry_reader", [](std::span<const match::extern_arg>) { return match::attr_value(true); });
     return x;
   }();
   return r;

@@ -289,7 +289,47 @@ class loop {
 
   // ---- setup ---------------------------------------------------------------------------------
 
+  /// Everything that can be refused is refused here, before anything is written: a bad
+  /// option, an unknown configuration, an operator pool with errors, a seed that does not load.
+  void validate_options() {
+    auto bad = [](const std::string& m) { throw std::invalid_argument(m); };
+    if (opt_.out_dir.empty()) bad("the campaign folder (--out) is empty");
+    std::error_code ec;
+    if (fs::exists(opt_.out_dir, ec) && !fs::is_directory(opt_.out_dir, ec))
+      bad(opt_.out_dir.string() + " exists and is not a folder");
+    if (opt_.resume && !fs::exists(opt_.out_dir / "state.json", ec))
+      bad(opt_.out_dir.string() + ": nothing to resume (no campaign there: no state.json)");
+    if (!opt_.resume && fs::exists(opt_.out_dir / "state.json", ec) && !opt_.force)
+      bad(opt_.out_dir.string() + " already holds a campaign: pass --resume to continue it or --force to start over");
+    if (!opt_.resume) {
+      if (opt_.seed_model.empty()) bad("a seed model is required (or --resume)");
+      if (!fs::is_regular_file(opt_.seed_model, ec)) bad(opt_.seed_model.string() + ": no such file");
+    }
+    if (opt_.timeout_cap.count() <= 0) bad("the timeout must be positive");
+    if (opt_.corpus_size == 0) bad("the corpus keeps at least the original seed (--corpus >= 1)");
+    if (opt_.rss_limit_bytes < 0) bad("the memory limit must be positive");
+    const auto known = b_.configs();
+    for (const auto& name : opt_.configs) {
+      const auto it = std::find_if(known.begin(), known.end(), [&](const auto& c) { return c.name == name; });
+      if (it == known.end()) {
+        std::string names;
+        for (const auto& c : known) names += (names.empty() ? "" : ", ") + c.name;
+        bad("unknown configuration '" + name + "' (known: " + names + ")");
+      }
+      if (!it->available) bad("configuration '" + name + "' is not available on this machine (flowmut configs)");
+    }
+  }
+
   void setup() {
+    validate_options();
+    // The operator pool and the seed load before the folder is touched: a failure leaves nothing.
+    gen_.emplace(b_, generator_options{opt_.op_dirs, opt_.seed, opt_.features, true}, std::move(*policy_));
+    policy_.reset();
+    std::optional<model_type> seed;
+    if (!opt_.resume) {
+      seed.emplace(b_.load(opt_.seed_model));
+      inputs_.emplace(b_.seed_inputs(*seed, opt_.seed_model, opt_.inputs_path));
+    }
     fs::create_directories(opt_.out_dir / "workers");
     fs::create_directories(opt_.out_dir / "findings");
     fs::create_directories(opt_.out_dir / "work");
@@ -312,13 +352,10 @@ class loop {
     if (!opened) throw std::runtime_error(db_path.string() + ": " + opened.error());
     store_.emplace(std::move(*opened));
 
-    gen_.emplace(b_, generator_options{opt_.op_dirs, opt_.seed, opt_.features, true}, std::move(*policy_));
-    policy_.reset();
     for (const auto& [op, rule] : gen_->pool().requirements.nan_rules)
       if (auto r = oracle::parse_nan_rule(rule)) nan_rules_.emplace(op, *r);
 
     nlohmann::json state;
-    std::optional<model_type> seed;
     if (opt_.resume) {
       if (!had_state) throw std::runtime_error(opt_.out_dir.string() + ": nothing to resume (no state.json)");
       std::ifstream in(opt_.out_dir / "state.json");
@@ -326,8 +363,6 @@ class loop {
       seed.emplace(b_.load(opt_.out_dir / state.at("seed").get<std::string>()));
       inputs_.emplace(b_.load_inputs(opt_.out_dir / "inputs.pt"));
     } else {
-      seed.emplace(b_.load(opt_.seed_model));
-      inputs_.emplace(b_.seed_inputs(*seed, opt_.seed_model, opt_.inputs_path));
       b_.save_inputs(*inputs_, opt_.out_dir / "inputs.pt");
       b_.save(*seed, opt_.out_dir / "current.pt");
       fs::copy_file(opt_.out_dir / "current.pt", opt_.out_dir / "corpus" / "0.pt", fs::copy_options::overwrite_existing);

@@ -89,7 +89,14 @@ struct expr {
   std::vector<expr> args;
   source_loc loc;
   type resolved;  ///< filled by check()
+  /// Levels of the tree from this node down (a leaf is 1). The parser keeps it at most
+  /// `max_expression_height` (E007), so every recursive walk of a parsed tree is bounded.
+  std::uint32_t height = 1;
 };
+
+/// The deepest expression tree the parser builds: longer `&&`/`||`/arithmetic chains are
+/// E007 (one condition per line in a `require` block has no such limit).
+inline constexpr std::uint32_t max_expression_height = 512;
 
 /// A name with its position: operator names, `%values` and `$params` (without sigil),
 /// op names, header words.

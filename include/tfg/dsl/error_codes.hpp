@@ -60,6 +60,9 @@ enum class errc : std::uint16_t {
   state_in_pattern = 45,
   bad_requirement_args = 46,
   bad_is_none = 47,
+  bad_pool_path = 48,
+  empty_pool = 49,
+  unknown_backend_op = 50,
 };
 
 /// Which pass reports a code: `parse` (lexing, X3 grammar, header/block folding) or
@@ -72,10 +75,13 @@ struct error_code_info {
   std::string_view code;   ///< "E012"
   std::string_view title;  ///< one-line meaning, as in dsl/spec.md
   diag_phase phase;
-  bool testable;  ///< false only for E000, which no input is meant to trigger
+  /// False for E000, which no input is meant to trigger, for the pool-level codes (E048,
+  /// E049: about folders, not one file's text; tests/match/test_pool.cpp) and for E050 (the
+  /// backend's op registry, not the DSL, decides it; tests/cli).
+  bool testable;
 };
 
-inline constexpr std::array<error_code_info, 48> error_codes{{
+inline constexpr std::array<error_code_info, 51> error_codes{{
     {errc::internal, "E000", "internal error in the DSL front end (please report)", diag_phase::parse, false},
     {errc::syntax, "E001", "syntax error: unexpected token", diag_phase::parse, true},
     {errc::unbalanced_braces, "E002", "unterminated block or unmatched '}'", diag_phase::parse, true},
@@ -83,7 +89,7 @@ inline constexpr std::array<error_code_info, 48> error_codes{{
     {errc::bad_file_header, "E004", "missing or malformed file header 'tfg <version>'", diag_phase::parse, true},
     {errc::unsupported_version, "E005", "unsupported language version", diag_phase::parse, true},
     {errc::number_out_of_range, "E006", "numeric literal out of range", diag_phase::parse, true},
-    {errc::nesting_too_deep, "E007", "brackets nested too deeply", diag_phase::parse, true},
+    {errc::nesting_too_deep, "E007", "brackets, prefix operators or an operator chain nested too deeply", diag_phase::parse, true},
     {errc::bad_op_name, "E008", "unknown op-name format or namespace", diag_phase::check, true},
     {errc::unknown_builtin, "E009", "unknown built-in or extern function", diag_phase::check, true},
     {errc::wrong_arity, "E010", "wrong number of arguments", diag_phase::check, true},
@@ -124,6 +130,9 @@ inline constexpr std::array<error_code_info, 48> error_codes{{
     {errc::state_in_pattern, "E045", "tensor-state built-in used in a pattern", diag_phase::check, true},
     {errc::bad_requirement_args, "E046", "malformed requirement argument list", diag_phase::check, true},
     {errc::bad_is_none, "E047", "is_none on a value that is not an optional requirement argument", diag_phase::check, true},
+    {errc::bad_pool_path, "E048", "an operator path is neither a folder nor a .tfg file", diag_phase::parse, false},
+    {errc::empty_pool, "E049", "an operator path holds no declaration", diag_phase::parse, false},
+    {errc::unknown_backend_op, "E050", "an op the backend does not have (reported by ops check and at instantiation)", diag_phase::check, false},
 }};
 
 /// The table row of `e`. Precondition: `e` is an enumerator (the table is dense).

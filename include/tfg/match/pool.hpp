@@ -47,8 +47,9 @@ inline bool under_requirements(std::filesystem::path const& rel) {
 /// `requirements/` folder are read first and contribute `requirement` declarations; the
 /// other files contribute operators (and any requirements they declare). A file with parse,
 /// check or compile errors contributes nothing; an operator whose name an earlier file
-/// already declared is dropped with an E019 diagnostic. A missing folder is an E000
-/// diagnostic. Never throws. O(total size of the files).
+/// already declared is dropped with an E019 diagnostic. A path may also name one `.tfg`
+/// file; a missing path or another kind of file is E048, and paths that declare nothing at
+/// all are E049. Never throws. O(total size of the files).
 [[nodiscard]] inline pool load_pool(std::vector<std::filesystem::path> const& dirs, symbol_table& symbols,
                                     extern_registry const& externs = {}) noexcept {
   pool out;
@@ -56,8 +57,14 @@ inline bool under_requirements(std::filesystem::path const& rel) {
     std::vector<std::filesystem::path> req_files, op_files;
     for (auto const& dir : dirs) {
       std::error_code ec;
+      if (std::filesystem::is_regular_file(dir, ec) && dir.extension() == ".tfg") {
+        (detail::under_requirements(dir.parent_path()) ? req_files : op_files).push_back(dir);
+        continue;
+      }
       if (!std::filesystem::is_directory(dir, ec)) {
-        out.diagnostics.push_back(dir.string() + ": error[E000]: not a folder\n");
+        out.diagnostics.push_back(dir.string() + ": error[E048]: " +
+                                  (std::filesystem::exists(dir, ec) ? "not a folder or a .tfg file\n"
+                                                                    : "no such folder or file\n"));
         ++out.errors;
         continue;
       }
@@ -114,6 +121,15 @@ inline bool under_requirements(std::filesystem::path const& rel) {
     };
     for (auto const& f : req_files) load(f);
     for (auto const& f : op_files) load(f);
+    // Nothing declared at all (an empty folder, files with only a header) is a mistake the
+    // user wants to hear about, not "0 of 0 examples".
+    if (out.errors == 0 && out.operators.empty() && out.requirements.by_op.empty()) {
+      std::string where;
+      for (auto const& d : dirs) where += (where.empty() ? "" : ", ") + d.string();
+      out.diagnostics.push_back(where + ": error[E049]: no operator or requirement declaration in " +
+                                std::to_string(out.files) + " .tfg file(s)\n");
+      ++out.errors;
+    }
   } catch (std::exception const& e) {
     try {
       out.diagnostics.push_back(std::string("error[E000]: internal error: ") + e.what() + "\n");

@@ -226,7 +226,10 @@ inline auto const ellipsis_e_def = x3::raw[lit("...")][([](auto& c) {
 })];
 inline auto const paren_e_def = x3::raw['(' > expression[assign] > ')'][set_loc];
 
-inline auto const push_arg = [](auto& c) { _val(c).args.push_back(std::move(_attr(c))); };
+inline auto const push_arg = [](auto& c) {
+  _val(c).height = std::max(_val(c).height, _attr(c).height + 1);
+  _val(c).args.push_back(std::move(_attr(c)));
+};
 inline auto const list_e_def =
     x3::raw[lit('[')[([](auto& c) { _val(c) = make_leaf(expr_kind::list, "", {}); })] >
             -(expression[push_arg] % ',') > ']'][set_loc];
@@ -236,7 +239,10 @@ inline auto const set_e_def =
 inline auto const arg_list_def = -(expression[push] % ',');
 inline auto const call_e_def =
     x3::raw[(sym >> '(')[([](auto& c) { _val(c) = make_leaf(expr_kind::call, std::move(_attr(c).text), {}); })] >
-            arg_list[([](auto& c) { _val(c).args = std::move(_attr(c)); })] > ')'][set_loc];
+            arg_list[([](auto& c) {
+              _val(c).args = std::move(_attr(c));
+              _val(c).height = height_over(_val(c).args);
+            })] > ')'][set_loc];
 
 inline auto const primary_def = number | string_e | value_e | param_e | wildcard_e | ellipsis_e |
                                 paren_e | list_e | set_e | op_e | call_e | name_e;
@@ -249,6 +255,7 @@ inline auto const postfix_def =
       e.loc = st.through(st.span(_val(c).loc, _attr(c).loc), ']');
       e.args.push_back(std::move(_val(c)));
       e.args.push_back(std::move(_attr(c)));
+      e.height = height_over(e.args);
       _val(c) = std::move(e);
     })]);
 
@@ -257,6 +264,7 @@ inline auto const unary_def =
       expr e;
       e.kind = expr_kind::unary;
       e.op = op_code::logical_not;
+      e.height = _attr(c).height + 1;
       e.args.push_back(std::move(_attr(c)));
       _val(c) = std::move(e);
     })]][set_loc] |

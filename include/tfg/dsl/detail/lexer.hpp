@@ -128,7 +128,8 @@ struct prescan_result {
 };
 
 /// Checks what the grammar cannot report well: the `tfg <version>` header (E004, E005),
-/// unterminated strings (E003), unbalanced braces (E002) and nesting depth (E007).
+/// unterminated strings (E003), unbalanced braces (E002) and nesting depth (E007): brackets
+/// and prefix operators together.
 /// Brackets `(` `[` are counted for depth only; their balance is left to the grammar.
 inline prescan_result prescan(std::string_view text, line_index const& lines,
                               std::vector<diagnostic>& out) {
@@ -178,8 +179,31 @@ inline prescan_result prescan(std::string_view text, line_index const& lines,
   constexpr int max_depth = 64;
   std::vector<char const*> braces;  // open '{'
   int depth = 0;                    // all bracket kinds
+  // Prefix operators nest like brackets (`- - - x`, `!!!x` recurse in the grammar): a run of
+  // `!` / `-` counts one level each, and stays open inside the brackets it precedes.
+  int run = 0;                      // `!` / `-` since the last other token
+  int open_prefix = 0;              // runs still open around the current bracket level
+  std::vector<int> runs;            // the run before each open bracket
   for (char const* s = r.body; s != end;) {
     char const c = *s;
+    if (c == ' ' || c == '\t' || c == '\r' || c == '\n') {
+      ++s;
+      continue;
+    }
+    bool const prefix = (c == '!' && (s + 1 == end || s[1] != '=')) || (c == '-' && (s + 1 == end || s[1] != '>'));
+    if (prefix) {
+      if (depth + open_prefix + ++run > max_depth) {
+        out.push_back(make_error(errc::nesting_too_deep, loc(s, s + 1),
+                                 "brackets and prefix operators nested more than " + std::to_string(max_depth) +
+                                     " deep"));
+        r.fatal = true;
+        return r;
+      }
+      ++s;
+      continue;
+    }
+    int const before = run;
+    run = 0;
     if (c == '/' && s + 1 != end && s[1] == '/') {
       while (s != end && *s != '\n') ++s;
     } else if (c == '"') {
@@ -194,17 +218,28 @@ inline prescan_result prescan(std::string_view text, line_index const& lines,
       }
       s = q + 1;
     } else {
+      auto close = [&] {
+        if (depth > 0) --depth;
+        if (!runs.empty()) {
+          open_prefix -= runs.back();
+          runs.pop_back();
+        }
+      };
       if (c == '{' || c == '(' || c == '[') {
-        if (++depth > max_depth) {
+        runs.push_back(before);
+        open_prefix += before;
+        if (++depth + open_prefix > max_depth) {
           out.push_back(make_error(errc::nesting_too_deep, loc(s, s + 1),
-                                   "brackets nested more than " + std::to_string(max_depth) +
-                                       " deep"));
+                                   open_prefix > 0 ? "brackets and prefix operators nested more than " +
+                                                         std::to_string(max_depth) + " deep"
+                                                   : "brackets nested more than " + std::to_string(max_depth) +
+                                                         " deep"));
           r.fatal = true;
           return r;
         }
         if (c == '{') braces.push_back(s);
       } else if (c == ')' || c == ']') {
-        if (depth > 0) --depth;
+        close();
       } else if (c == '}') {
         if (braces.empty()) {
           out.push_back(make_error(errc::unbalanced_braces, loc(s, s + 1),
@@ -213,7 +248,7 @@ inline prescan_result prescan(std::string_view text, line_index const& lines,
           return r;
         }
         braces.pop_back();
-        if (depth > 0) --depth;
+        close();
       }
       ++s;
     }

@@ -161,14 +161,38 @@ struct parse_state {
   expr e;
   e.kind = expr_kind::unary;
   e.op = op_code::neg;
+  e.height = operand.height + 1;
   e.args.push_back(std::move(operand));
   return e;
 }
 
-[[nodiscard]] inline expr make_binary(op_code op, expr lhs, expr rhs, parse_state const& st) {
+/// One more than the highest of `args` (a node's height over its children).
+[[nodiscard]] inline std::uint32_t height_over(std::vector<expr> const& args) noexcept {
+  std::uint32_t h = 0;
+  for (auto const& a : args) h = std::max(h, a.height);
+  return h + 1;
+}
+
+/// `lhs op rhs`. A chain that would grow the tree beyond `max_expression_height` is E007,
+/// once per chain: the result is then `lhs`, already marked too high, and later links are
+/// dropped, so no tree beyond the bound is ever built (a 100,000-term `&&` chain would
+/// otherwise be walked, and destroyed, by recursion that deep).
+[[nodiscard]] inline expr make_binary(op_code op, expr lhs, expr rhs, parse_state& st) {
+  std::uint32_t const h = std::max(lhs.height, rhs.height) + 1;
+  if (lhs.height > max_expression_height) return lhs;
+  if (h > max_expression_height) {
+    st.error(errc::nesting_too_deep, st.span(lhs.loc, rhs.loc),
+             "expression nested more than " + std::to_string(max_expression_height) +
+                 " operators deep",
+             {{"a long chain of '&&' is clearer as one condition per line of the require block",
+               std::nullopt}});
+    lhs.height = max_expression_height + 1;
+    return lhs;
+  }
   expr e;
   e.kind = expr_kind::binary;
   e.op = op;
+  e.height = h;
   e.loc = st.span(lhs.loc, rhs.loc);
   e.args.push_back(std::move(lhs));
   e.args.push_back(std::move(rhs));

@@ -10,6 +10,7 @@
 #include <torch/csrc/jit/runtime/operator.h>
 
 #include <algorithm>
+#include <array>
 #include <optional>
 #include <vector>
 
@@ -34,6 +35,18 @@ namespace detail {
   return name.size() > 1 && name.back() == '_' && name[name.size() - 2] != '_' && name.rfind("aten::", 0) == 0;
 }
 
+/// True for operators whose result depends on a tensor's raw geometry (strides, storage
+/// offset, storage) rather than on its values: moving such a reader to another tensor with
+/// equal values but another layout changes what it computes.
+[[nodiscard]] inline bool reads_geometry(const node_data& d) {
+  static const std::array<c10::Symbol, 7> kinds{
+      c10::Symbol::fromQualString("aten::as_strided"), c10::Symbol::fromQualString("aten::as_strided_"),
+      c10::Symbol::fromQualString("aten::stride"),     c10::Symbol::fromQualString("aten::storage_offset"),
+      c10::Symbol::fromQualString("aten::is_contiguous"), c10::Symbol::fromQualString("aten::set_"),
+      c10::Symbol::fromQualString("aten::data_ptr")};
+  return std::find(kinds.begin(), kinds.end(), d.kind) != kinds.end();
+}
+
 }  // namespace detail
 
 /// Makes the namespaces of every operator registered in this process (custom operator
@@ -55,6 +68,9 @@ inline void register_custom_op_namespaces() {
 ///  * `no_inplace_writer(tensor) -> bool`: no in-place operator in the model writes the storage
 ///    of the tensor (in the current profiling run), so reading it earlier or later, or through a
 ///    copy, sees the same values.
+///  * `no_geometry_reader(tensor) -> bool`: no consumer of the tensor reads its raw geometry
+///    (`as_strided`, `stride`, `storage_offset`, `is_contiguous`, `set_`, `data_ptr`), so moving
+///    one consumer to an equal-valued tensor with another layout cannot change what it reads.
 [[nodiscard]] inline match::extern_registry torch_externs(std::shared_ptr<const extern_context> ctx) {
   register_custom_op_namespaces();
   match::extern_registry r;
@@ -85,6 +101,15 @@ inline void register_custom_op_namespaces() {
     const auto& groups = *ctx->written_groups;
     if (run < groups.size() && std::binary_search(groups[run].begin(), groups[run].end(), group))
       return match::attr_value{false};
+    return match::attr_value{true};
+  });
+  r.add("no_geometry_reader", [ctx](std::span<const match::extern_arg> args) -> std::optional<match::attr_value> {
+    if (args.size() != 1 || !ctx->target) return std::nullopt;
+    const auto& g = ctx->target->graph;
+    const auto e = args[0].edge;
+    if (e == graph::no_edge) return std::nullopt;
+    for (const auto& u : g.consumers(e))
+      if (detail::reads_geometry(g.data(u.node))) return match::attr_value{false};
     return match::attr_value{true};
   });
   return r;

@@ -206,7 +206,8 @@ namespace detail {
 [[nodiscard]] inline built_node build_node(const std::string& op_name, const std::vector<proto_arg>& args) {
   const auto sym = c10::Symbol::fromQualString(op_name);
   const auto& candidates = ::torch::jit::getAllOperatorsFor(sym);
-  if (candidates.empty()) throw model_error("no operator named " + op_name);
+  if (candidates.empty())
+    throw model_error("error[E050]: no operator named " + op_name + " in this LibTorch (" TORCH_VERSION ")");
   for (const auto& op : candidates) {
     const auto& schema = op->schema();
     std::vector<argument> laid;

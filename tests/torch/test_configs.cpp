@@ -273,6 +273,51 @@ graph(%x : Tensor):
   }
 }
 
+TEST_CASE("config conditioning: one-ulp input noise explains an ill-conditioned model, not a wrong kernel") {
+  // sin(1e6 x) is ill-conditioned: float32 rounds 1e6 x to ulp(1e6) = 0.0625, so against
+  // float64 it is a numeric mismatch although no kernel is wrong. The same configuration on
+  // inputs moved by one float32 ulp moves the argument by ~0.1: as a peer, it explains the
+  // distance.
+  auto cm = from_ir(R"IR(
+graph(%x : Tensor):
+  %k : float = prim::Constant[value=1000000.]()
+  %s : Tensor = aten::mul(%x, %k)
+  %y : Tensor = aten::sin(%s)
+  return (%y)
+)IR");
+  at::manual_seed(3);
+  const tt::input_set in{{at::randn({4096})}};
+  const auto a = tt::run_config("eager_op_by_op", cm, in);
+  const auto r = tt::run_config("float64_reference", cm, in);
+  REQUIRE_MESSAGE(a.ok(), a.error);
+  REQUIRE_MESSAGE(r.ok(), r.error);
+  CHECK(tt::judge(a, r, {}, &cm).kind == verdict_kind::numeric_mismatch);
+
+  const auto noisy = tt::perturbed_inputs(in, 0x1p-23, 0x5eed);
+  const auto& x = in[0][0].toTensor();
+  const auto& xn = noisy[0][0].toTensor();
+  CHECK((xn.scalar_type() == x.scalar_type()));
+  CHECK(!at::equal(xn, x));
+  CHECK(((xn - x).abs() <= x.abs() * 0x1p-22).all().item<bool>());  // at most about one ulp
+  CHECK(at::equal(tt::perturbed_inputs(in, 0x1p-23, 0x5eed)[0][0].toTensor(), xn));  // deterministic
+
+  const auto self = tt::run_config("eager_op_by_op", cm, noisy);
+  REQUIRE_MESSAGE(self.ok(), self.error);
+  const std::vector<const tt::run_result*> peers{&self};
+  CHECK(tt::judge(a, r, {}, &cm, nullptr, peers).kind == verdict_kind::within_tolerance);
+
+  // A kernel that is wrong is wrong on the nearby inputs too: beyond the model's own noise
+  // (here up to ~0.1 anywhere in the tensor, as the spread is tensor-wide) it is still a finding.
+  auto bump = [](at::Tensor t) {
+    t.view(-1)[7] += 3.0;
+    return t;
+  };
+  const auto wrong = modified(a, 0, bump);
+  const auto wrong_self = modified(self, 0, bump);
+  const std::vector<const tt::run_result*> wrong_peers{&wrong_self};
+  CHECK(tt::judge(wrong, r, {}, &cm, nullptr, wrong_peers).kind == verdict_kind::numeric_mismatch);
+}
+
 TEST_CASE("config errors: a model failing at run time gives error_in_both, never an exception") {
   auto m = from_ir(R"IR(
 graph(%x : Tensor, %y : Tensor):

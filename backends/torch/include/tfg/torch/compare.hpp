@@ -33,17 +33,25 @@
 ///    reference_slack rms(a - r) plus the floor at rms(r); against their own float64 run, beyond
 ///    `gradient_reference_rtol` of rms(r). A handful of elements at kinks of relu-like ops
 ///    (where the two runs take different sides) move the norm little;
+///  - conditioning: a peer may be a's own configuration run on inputs moved by one float32 ulp
+///    (`perturbed_inputs`): where that alone moves a as far as a is from the truth, the model is
+///    ill-conditioned at float32 precision (or its float32 formulas are unstable at these
+///    values), and a is as right as float32 can be;
 ///  - Python scalars: ints, bools, None, strings exact; floats with the f32 tolerance.
 #include <tfg/oracle/verdict.hpp>
 #include <tfg/torch/configs.hpp>
 #include <tfg/torch/model.hpp>
 #include <tfg/torch/schema.hpp>
 
+#include <tfg/torch/ivalue.hpp>
+
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Functions.h>
 #include <ATen/core/Tensor.h>
 
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -566,6 +574,24 @@ inline void compare_leaf(oracle::verdict& v, const c10::IValue& va, const c10::I
                                            const model* m = nullptr, const run_result* reference64 = nullptr,
                                            std::span<const run_result* const> peers = {}) {
   return oracle::worst(compare_runs(a, b, opt, m, reference64, peers));
+}
+
+/// The inputs with every floating tensor element scaled by (1 + u), u uniform in
+/// [-rel, rel], from a generator seeded with `seed`: float32-sized noise for a conditioning
+/// run: the same configuration on them is a peer whose spread is that configuration's own
+/// float32 noise.
+[[nodiscard]] inline std::vector<std::vector<c10::IValue>> perturbed_inputs(
+    const std::vector<std::vector<c10::IValue>>& in, double rel, std::uint64_t seed) {
+  auto gen = at::detail::createCPUGenerator(seed);
+  std::vector<std::vector<c10::IValue>> out;
+  out.reserve(in.size());
+  for (const auto& args : in)
+    out.push_back(ivalue::deep_clone(args, [&](const at::Tensor& t) {
+      if (!t.is_floating_point() || t.numel() == 0) return t.clone();
+      const auto u = at::rand(t.sizes(), gen, t.options().dtype(c10::kDouble));
+      return (t.to(c10::kDouble) * (1 + rel * (2 * u - 1))).to(t.scalar_type());
+    }));
+  return out;
 }
 
 }  // namespace tfg::torch

@@ -53,7 +53,14 @@ class line_index {
     offset = std::min<std::uint32_t>(offset, static_cast<std::uint32_t>(text_.size()));
     auto const it = std::upper_bound(starts_.begin(), starts_.end(), offset);
     auto const line = static_cast<std::uint32_t>(it - starts_.begin());  // 1-based
-    std::uint32_t const col = points_before(offset) - points_before(starts_[line - 1]) + 1;
+    std::uint32_t const start = starts_[line - 1];
+    std::uint32_t col = 1;
+    if (offset - start <= 2 * stride) {  // the usual short line: count from its start
+      for (std::uint32_t i = start; i < offset; ++i)
+        if ((static_cast<unsigned char>(text_[i]) & 0xC0u) != 0x80u) ++col;
+    } else {
+      col = points_before(offset) - points_before(start) + 1;
+    }
     return {line, col, offset, len};
   }
 

@@ -17,10 +17,14 @@ $(BUILD)/build.ninja: | deps
 build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
-# The demo needs only the tool: do not compile the test suites and benchmarks for it.
+# The demo needs only the tool: do not compile the test suites and benchmarks for it. It
+# profiles the bundled seed, then runs a short campaign on it (round 0 judges the seed itself)
+# and prints the campaign's summary.
 demo: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS) --target flowmut
 	$(BUILD)/tools/flowmut profile tests/data/tiny_mix.pt
+	$(BUILD)/tools/flowmut run tests/data/tiny_mix.pt --rounds 20 --out $(BUILD)/demo --force -q
+	$(BUILD)/tools/flowmut summary $(BUILD)/demo | tail -n 25
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j 1

@@ -106,3 +106,12 @@ string(REPLACE "aten::adaptive_avg_pool2d(%a, [1, 1])" "aten::adaptive_avg_pool2
 file(WRITE ${WORK}/unknownop/a.tfg "${text}")
 run(1 ${FLOWMUT} ops check ${WORK}/unknownop)
 expect_match("${OUT}" "error\\[E050\\]: no operator named aten::adaptive_avg_pool2x")
+
+# a torch.save'd tensor is named for what it is, not "failed locating file constants.pkl"
+execute_process(COMMAND /usr/bin/python3 -c "import torch; torch.save(torch.randn(3), '${WORK}/plain_tensor.pt')"
+                RESULT_VARIABLE py_rc)
+if(NOT py_rc EQUAL 0)
+  message(FATAL_ERROR "/usr/bin/python3 with torch (python3-torch) is needed to write a plain torch.save file")
+endif()
+run(2 ${FLOWMUT} profile ${WORK}/plain_tensor.pt)
+expect_match("${ERR}" "plain_tensor.pt: not a TorchScript module: a torch.save'd object")

@@ -253,6 +253,11 @@ class graph_translator {
   } catch (const std::exception& e) {
     std::string what = e.what();
     if (auto nl = what.find('\n'); nl != std::string::npos) what.resize(nl);
+    // A zip archive without TorchScript's constants: what torch.save writes for a tensor, a
+    // state dict or a pickled nn.Module.
+    if (what.find("constants.pkl") != std::string::npos)
+      throw model_error(path + ": not a TorchScript module: a torch.save'd object (a tensor, a state dict or a "
+                               "pickled nn.Module?); save a scripted or traced module with torch.jit.save");
     throw model_error(path + ": cannot load TorchScript module: " + what);
   }
 }

@@ -10,6 +10,7 @@ src="$(cd "$(dirname "$0")/../.." && pwd)"
 secs="${1:-30}"
 out="${2:-$src/build/fuzz}"
 mkdir -p "$out"
+out="$(cd "$out" && pwd)"  # absolute: the fuzzer runs from inside it
 if [ ! -f "$out/build.ninja" ]; then
   launcher=()
   command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)

@@ -33,10 +33,10 @@
 ///    reference_slack rms(a - r) plus the floor at rms(r); against their own float64 run, beyond
 ///    `gradient_reference_rtol` of rms(r). A handful of elements at kinks of relu-like ops
 ///    (where the two runs take different sides) move the norm little;
-///  - conditioning: a peer may be a's own configuration run on inputs moved by one float32 ulp
-///    (`perturbed_inputs`): where that alone moves a as far as a is from the truth, the model is
-///    ill-conditioned at float32 precision (or its float32 formulas are unstable at these
-///    values), and a is as right as float32 can be;
+///  - conditioning: a peer may be a's own configuration run on inputs and parameters moved by
+///    one float32 ulp (`perturbed_inputs`, `perturbed_parameters`): where that alone moves a as
+///    far as a (or b) is from the truth, the model is ill-conditioned at float32 precision (or
+///    its float32 formulas are unstable at these values), and float32 cannot do better;
 ///  - Python scalars: ints, bools, None, strings exact; floats with the f32 tolerance.
 #include <tfg/oracle/verdict.hpp>
 #include <tfg/torch/configs.hpp>
@@ -72,6 +72,13 @@ namespace tfg::torch {
     default: return c10::isIntegralType(s, /*includeBool=*/false) ? oracle::dtype_class::integer
                                                                     : oracle::dtype_class::other;
   }
+}
+
+/// True when an op of this kind returns freshly allocated, uninitialised memory (its values are
+/// whatever the allocator hands out: never compared).
+[[nodiscard]] inline bool is_uninitialised_op(std::string_view kind) {
+  return kind == "aten::empty" || kind == "aten::empty_like" || kind == "aten::new_empty" ||
+         kind == "aten::empty_strided" || kind == "aten::new_empty_strided";
 }
 
 /// True when an op of this kind returns integer results that depend on how ties break.
@@ -113,6 +120,7 @@ struct compare_options {
 struct leaf_traits {
   bool tie = false;                 ///< produced directly by a tie-dependent integer op
   bool layout_dependent = false;    ///< computed from raw storage geometry (constant as_strided)
+  bool uninitialised = false;       ///< produced directly by aten::empty and its kin
   oracle::dtype_class precision = oracle::dtype_class::f64;  ///< lowest precision in its cone
 };
 
@@ -186,6 +194,7 @@ struct leaf_traits {
       leaf_traits tr;
       const auto p = g.producer(t.edge);
       tr.tie = p != graph::no_node && is_tie_dependent_op(g.data(p).name());
+      tr.uninitialised = p != graph::no_node && is_uninitialised_op(g.data(p).name());
       std::vector<char> seen(g.node_capacity(), 0);
       std::vector<graph::node_id> stack;
       if (p != graph::no_node) stack.push_back(p);
@@ -223,10 +232,15 @@ struct leaf_traits {
   return best;
 }
 
-/// True when a floating tensor constant of `m` (a parameter) holds NaN or Inf.
+/// True when a floating tensor constant of `m` (a parameter) or a float constant holds NaN or Inf.
 [[nodiscard]] inline bool has_nonfinite_parameters(const model& m) {
   for (auto n : m.graph.nodes()) {
-    const auto& c = m.graph.data(n).constant;
+    const auto& d = m.graph.data(n);
+    const auto& c = d.constant;
+    if (c.isDouble() && !std::isfinite(c.toDouble())) return true;  // a non-finite Python float constant
+    for (const auto& a : d.args)  // ... or one folded into a node's arguments (`mul(x, inf)`)
+      if (a.how == argument::form::constant && a.constant.isDouble() && !std::isfinite(a.constant.toDouble()))
+        return true;
     if (c.isTensor() && c.toTensor().defined() && c.toTensor().is_floating_point() && c.toTensor().numel() > 0 &&
         !c.toTensor().isfinite().all().item<bool>())
       return true;
@@ -424,6 +438,11 @@ inline void compare_leaf(oracle::verdict& v, const c10::IValue& va, const c10::I
     v.kind = verdict_kind::equal;
     return;
   }
+  if (tr.uninitialised) {
+    v.kind = verdict_kind::within_tolerance;
+    v.message = "not compared: uninitialised memory (aten::empty and its kin)";
+    return;
+  }
   if (tr.layout_dependent && opt.layout_changes) {
     v.kind = at::equal(a, b) ? verdict_kind::equal : verdict_kind::within_tolerance;
     if (v.kind != verdict_kind::equal)
@@ -591,6 +610,23 @@ inline void compare_leaf(oracle::verdict& v, const c10::IValue& va, const c10::I
       const auto u = at::rand(t.sizes(), gen, t.options().dtype(c10::kDouble));
       return (t.to(c10::kDouble) * (1 + rel * (2 * u - 1))).to(t.scalar_type());
     }));
+  return out;
+}
+
+/// `m` with every floating tensor constant (its parameters) scaled element-wise by (1 + u), u
+/// uniform in [-rel, rel]: together with perturbed_inputs, the computation on data one float32
+/// rounding away (conv-bn folding, for one, rounds the folded weights exactly that much).
+[[nodiscard]] inline model perturbed_parameters(const model& m, double rel, std::uint64_t seed) {
+  auto gen = at::detail::createCPUGenerator(seed);
+  model out = m;
+  for (auto n : out.graph.nodes()) {
+    auto& c = out.graph.data(n).constant;
+    if (!c.isTensor()) continue;
+    const auto t = c.toTensor();
+    if (!t.defined() || !t.is_floating_point() || t.numel() == 0) continue;
+    const auto u = at::rand(t.sizes(), gen, t.options().dtype(c10::kDouble));
+    c = c10::IValue((t.to(c10::kDouble) * (1 + rel * (2 * u - 1))).to(t.scalar_type()));
+  }
   return out;
 }
 

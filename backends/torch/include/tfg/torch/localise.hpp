@@ -117,9 +117,11 @@ namespace localise_detail {
       node.layout_dependent = node.layout_dependent || in.layout_dependent;
     }
     const bool tie = is_tie_dependent_op(g.data(n).name());
+    const bool uninit = is_uninitialised_op(g.data(n).name());
     for (auto e : g.outputs(n)) {
       t[graph::index(e)] = node;
       t[graph::index(e)].tie = tie;
+      t[graph::index(e)].uninitialised = uninit;
     }
   }
   return t;

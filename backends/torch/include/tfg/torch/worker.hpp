@@ -180,22 +180,23 @@ inline void reseed_cpu_generator() {
     try {
       v = judge(a->second, b->second, options_for(c, opt_input, nonfinite), &m, ref64, peers);
       // A numeric disagreement with the float64 truth: is float32 simply this noisy here? Run
-      // a's configuration again on inputs moved by one float32 ulp and judge with that run as
-      // one more peer: where the noise alone moves a as far from the truth, float32 cannot do
+      // a's configuration again on inputs and parameters moved by one float32 ulp and judge with
+      // that run as one more peer: where the noise alone moves a as far, float32 cannot do
       // better (an ill-conditioned mutant, or float32 formulas unstable at its values).
       const bool against_truth = c == ref64_name || ref64 != nullptr;
       if (v.kind == oracle::verdict_kind::numeric_mismatch && against_truth) {
         worker_detail::write_current(st, {{"id", req.id}, {"model", req.model}, {"config", a->first + "+noise"},
                                           {"pid", ::getpid()}});
         const auto noisy = perturbed_inputs(*inputs, 0x1p-23, 0x5eed);
+        const auto noisy_m = perturbed_parameters(m, 0x1p-23, 0x5eed + 1);
         worker_detail::reseed_cpu_generator();
-        const auto self = run_config(a->first, m, noisy, ro);
+        const auto self = run_config(a->first, noisy_m, noisy, ro);
         if (self.ok()) {
           auto with_self = peers;
           with_self.push_back(&self);
           auto v2 = judge(a->second, b->second, options_for(c, opt_input, nonfinite), &m, ref64, with_self);
           if (!v2.finding()) {
-            v2.message = "ill-conditioned at float32, not compared: one-ulp input noise moves " + a->first +
+            v2.message = "ill-conditioned at float32, not compared: one-ulp noise on inputs and parameters moves " + a->first +
                          " as far (" + v.message + ")";
             v = std::move(v2);
           }

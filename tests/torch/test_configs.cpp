@@ -342,17 +342,29 @@ graph(%x : Tensor, %y : Tensor):
   }
 }
 
-// Measurements for the lead: every configuration on every zoo seed (first input only), against
-// the op-by-op reference (float64 run as the judge's reference). Skipped without TFG_ZOO_DIR.
-TEST_CASE("config zoo: every configuration on every seed") {
+namespace {
+
+/// The zoo seeds under TFG_ZOO_DIR (model files, not their .inputs.pt), sorted; empty when the
+/// variable is unset or names no folder.
+std::vector<fs::path> zoo_seeds() {
   const char* dir = std::getenv("TFG_ZOO_DIR");
-  if (!dir || !*dir || !fs::is_directory(dir)) return;
   std::vector<fs::path> seeds;
+  if (!dir || !*dir || !fs::is_directory(dir)) return seeds;
   for (const auto& f : fs::directory_iterator(dir)) {
     const auto name = f.path().filename().string();
     if (f.path().extension() == ".pt" && name.find(".inputs.") == std::string::npos) seeds.push_back(f.path());
   }
   std::sort(seeds.begin(), seeds.end());
+  return seeds;
+}
+
+}  // namespace
+
+// Measurements for the lead: every configuration on every zoo seed (first input only), against
+// the op-by-op reference (float64 run as the judge's reference). Skipped without TFG_ZOO_DIR.
+TEST_CASE("config zoo: every configuration on every seed") {
+  auto seeds = zoo_seeds();
+  if (seeds.empty()) return;
   if (const char* only = std::getenv("TFG_ZOO_ONLY"))
     std::erase_if(seeds, [&](const fs::path& p) { return p.stem().string().find(only) == std::string::npos; });
   tt::run_options opt;
@@ -405,14 +417,8 @@ TEST_CASE("config zoo: every configuration on every seed") {
 // NaN/Inf mismatch on an unmutated seed is a false alarm (these seeds agree up to rounding, as
 // the table of `config zoo` shows). Prints the count per choice. Skipped without TFG_ZOO_DIR.
 TEST_CASE("config zoo calibration: seed-level false alarms per (k, floor) choice") {
-  const char* dir = std::getenv("TFG_ZOO_DIR");
-  if (!dir || !*dir || !fs::is_directory(dir)) return;
-  std::vector<fs::path> seeds;
-  for (const auto& f : fs::directory_iterator(dir)) {
-    const auto name = f.path().filename().string();
-    if (f.path().extension() == ".pt" && name.find(".inputs.") == std::string::npos) seeds.push_back(f.path());
-  }
-  std::sort(seeds.begin(), seeds.end());
+  auto seeds = zoo_seeds();
+  if (seeds.empty()) return;
   const std::vector<double> ks{1, 2, 4, 8}, cs{0, 16, 64, 256};
   std::map<std::pair<double, double>, int> alarms;
   std::map<std::pair<double, double>, std::vector<std::string>> where;

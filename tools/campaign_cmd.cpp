@@ -61,7 +61,66 @@ std::vector<std::string> default_operator_dirs(const std::vector<std::string>& g
 
 int run_worker_command(const std::string& dir) { return tfg::torch::serve_requests(dir); }
 
+namespace {
+
+/// Resume: the campaign's stored settings replace the defaults; an option given with another
+/// value than the campaign runs with is refused (a resumed campaign makes the choices the
+/// uninterrupted one would).
+void take_stored_settings(run_args& a) {
+  // No campaign there: the campaign says so ("nothing to resume"), writing nothing.
+  if (!fs::exists(fs::path(a.out) / "state.json")) return;
+  auto st = tfg::campaign::stored_settings(a.out);
+  if (!st) return;  // a campaign of an older flowmut: the given settings
+  const auto& s = *st;
+  const auto spec = s.value("policy_spec", nlohmann::json::object());
+  auto conflict = [&](const char* flag, const std::string& stored, const std::string& given) {
+    throw std::invalid_argument(std::string("--") + flag + " " + given + ": the campaign in " + a.out + " runs with " +
+                                stored + "; a resumed campaign keeps its settings (only --rounds, --timeout, " +
+                                "--reruns, --rss-limit-mb and --quiet may change)");
+  };
+  auto take = [&](const char* flag, auto& field, const nlohmann::json& src, const char* key) {
+    using T = std::remove_reference_t<decltype(field)>;
+    if (!src.contains(key)) return;
+    const T stored = src.at(key).get<T>();
+    if (a.given.count(flag) && !(stored == field)) conflict(flag, nlohmann::json(stored).dump(), nlohmann::json(field).dump());
+    field = stored;
+  };
+  take("policy", a.policy, spec, "policy");
+  take("features", a.ablation, spec, "features");
+  take("alpha", a.alpha, spec, "alpha");
+  take("seed", a.seed, s, "seed");
+  take("corpus", a.corpus, s, "corpus_size");
+  take("return-every", a.return_every, s, "return_every");
+  if (s.contains("accept_any")) {
+    const std::string stored = s.at("accept_any").get<bool>() ? "any" : "healthy";
+    if (a.given.count("accept") && a.accept != stored) conflict("accept", stored, a.accept);
+    a.accept = stored;
+  }
+  if (s.contains("localise")) {
+    const bool stored = !s.at("localise").get<bool>();
+    if (a.given.count("no-localise") && a.no_localise != stored) conflict("no-localise", "localisation on", "off");
+    a.no_localise = stored;
+  }
+  if (a.given.count("config") && s.contains("configs") && a.configs != s.at("configs").get<std::vector<std::string>>())
+    conflict("config", s.at("configs").dump(), nlohmann::json(a.configs).dump());
+  // The operator pool and the inputs are the campaign's own copies: the same paths as at the
+  // start may be given again (the command line repeated with --resume), others not.
+  auto same_paths = [](const std::vector<std::string>& given, const nlohmann::json& stored) {
+    std::vector<std::string> g;
+    for (const auto& p : given) g.push_back(fs::absolute(p).lexically_normal().string());
+    return stored.is_array() && g == stored.get<std::vector<std::string>>();
+  };
+  if (a.given.count("ops") && s.contains("operators") && !same_paths(a.op_dirs, s.value("operators_from", nlohmann::json())))
+    throw std::invalid_argument("--ops: a resumed campaign keeps the operator pool it started with (its copy in " +
+                                (fs::path(a.out) / "operators").string() + ")");
+  if (a.given.count("inputs") && !same_paths({a.inputs}, nlohmann::json::array({s.value("inputs_from", std::string())})))
+    throw std::invalid_argument("--inputs: a resumed campaign keeps its inputs (" + (fs::path(a.out) / "inputs.pt").string() + ")");
+}
+
+}  // namespace
+
 int run_campaign_command(run_args a, const std::string& self_exe) {
+  if (a.resume) take_stored_settings(a);
   tfg::campaign::options o;
   o.seed_model = a.model;
   o.out_dir = a.out;
@@ -86,6 +145,7 @@ int run_campaign_command(run_args a, const std::string& self_exe) {
   po.alpha = a.alpha;
   po.features = o.features;
   auto policy = or_throw(tfg::select::make_policy(a.policy, po));
+  o.policy_spec = {{"policy", a.policy}, {"features", a.ablation}, {"alpha", a.alpha}};
 
   const bool tty = ::isatty(2) && !std::getenv("NO_COLOR");
   tfg::torch::backend backend;

@@ -1,6 +1,7 @@
 // Subcommands implemented outside flowmut.cpp (each file is one translation unit).
 #pragma once
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,7 @@ struct run_args {
   std::size_t corpus = 8;
   std::size_t return_every = 25;
   bool no_localise = false;
+  std::set<std::string> given;  // long names of the options given on the command line
 };
 
 struct compare_args {

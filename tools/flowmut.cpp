@@ -413,6 +413,8 @@ int main(int argc, char** argv) {
         std::cerr << "flowmut run: a seed model is required (or --resume)\n";
         return 2;
       }
+      for (const auto* o : run->get_options())
+        if (o->count() > 0 && !o->get_lnames().empty()) ra.given.insert(o->get_lnames().front());
       return run_campaign_command(ra, self_exe);
     }
   } catch (const tfg::torch::model_error& e) {

@@ -164,6 +164,39 @@ TEST_CASE("store: redoing a round replaces it, metrics of a round are replaced")
   fs::remove_all(d);
 }
 
+TEST_CASE("store: forget_from drops what the rounds after a checkpoint wrote, never a finding") {
+  const fs::path d = fresh_dir("forget");
+  store s = open_or_fail(d / "c.sqlite");
+  const finding_signature a = sample_sig("aten::relu"), b = sample_sig("aten::gelu");
+  for (std::int64_t r = 0; r < 6; ++r) {
+    s.put_round(sample_round(r));
+    s.put_metrics(r, {{"lic", static_cast<double>(r)}});
+  }
+  (void)s.add_finding(a, 1, "a1", "findings/a");
+  (void)s.add_finding(a, 3, "a3", "findings/a");
+  (void)s.add_finding(a, 4, "a4", "findings/a");
+  (void)s.add_finding(b, 4, "b4", "findings/b");  // first seen in a round that is redone
+  s.forget_from(3);
+  CHECK(s.next_round() == 3);
+  REQUIRE(s.metrics().size() == 3);
+  CHECK(s.metrics().back().first == 2);
+  const auto fa = s.finding(a.id());
+  REQUIRE(fa);
+  CHECK(fa->instances == 1);
+  CHECK(fa->last_round == 1);
+  CHECK(s.instances(a.id()).size() == 1);
+  const auto fb = s.finding(b.id());
+  REQUIRE(fb);  // kept: the redo may not show it again
+  CHECK(fb->instances == 0);
+  CHECK(fb->dir == "findings/b");
+  // The redo adds its instances again: counts as if no round had been lost.
+  CHECK_FALSE(s.add_finding(a, 3, "a3", "findings/a"));
+  CHECK(s.finding(a.id())->instances == 2);
+  CHECK(s.finding(a.id())->last_round == 3);
+  CHECK(s.instances(a.id()).back().message == "a3");
+  fs::remove_all(d);
+}
+
 TEST_CASE("store: NaN values read back as NaN") {
   const fs::path d = fresh_dir("nan");
   store s = open_or_fail(d / "c.sqlite");

@@ -6,6 +6,7 @@
 /// Generic over the backend (tfg/campaign/backend.hpp) and the selection policy; the campaign
 /// loop (loop.hpp) owns one, the generation-cost benchmark (bench/bench_round.cpp) drives one
 /// without any execution.
+#include <algorithm>
 #include <bit>
 #include <chrono>
 #include <cstdio>
@@ -235,6 +236,34 @@ class generator {
     policy_.update(pick.x, pick.c.op, 0.0);
   }
   static constexpr int reject_limit = 2;
+
+  /// What a resumed campaign needs beyond the policy (replayed from the rounds) and the RNG:
+  /// the candidates tried and the sites rejected on the current seed, and the per-class
+  /// rejection counts and bans of the whole campaign. Keys of the first two are node ids of
+  /// the current seed: restore after set_seed() of the same (re-imported) model.
+  [[nodiscard]] nlohmann::json state() const {
+    auto sorted = [](const auto& set) {
+      std::vector<std::uint64_t> v(set.begin(), set.end());
+      std::sort(v.begin(), v.end());
+      return v;
+    };
+    std::vector<std::pair<std::uint64_t, int>> rej(rejections_.begin(), rejections_.end());
+    std::sort(rej.begin(), rej.end());
+    return {{"tried", sorted(tried_)}, {"excluded", sorted(excluded_)}, {"banned", sorted(banned_)}, {"rejections", rej}};
+  }
+  void restore_state(const nlohmann::json& st) {
+    auto fill = [&](auto& set, const char* key) {
+      set.clear();
+      if (st.contains(key))
+        for (const auto& v : st.at(key)) set.insert(v.template get<std::uint64_t>());
+    };
+    fill(tried_, "tried");
+    fill(excluded_, "excluded");
+    fill(banned_, "banned");
+    rejections_.clear();
+    if (st.contains("rejections"))
+      for (const auto& r : st.at("rejections")) rejections_[r.at(0).get<std::uint64_t>()] = r.at(1).get<int>();
+  }
 
   /// Replays a recorded round's feedback (resume).
   void replay(const select::context& x, std::uint32_t arm, double reward, std::span<const std::uint64_t> elements) {

@@ -101,7 +101,66 @@ struct options {
   std::size_t legal_window = 10;
   double magnitude_limit = 100;        ///< not accepted when a value grows beyond this many times the original's largest
   bool localise = true;                ///< localise differential findings (else: attributed to the mutation)
+  /// How the caller built `Policy` (name, parameters): stored with the campaign's settings and
+  /// handed back by stored_settings(), so a resumed campaign can build the same policy.
+  nlohmann::json policy_spec = nlohmann::json::object();
 };
+
+/// The settings that make a campaign what it is, as stored at its start (meta "settings"):
+/// everything a resumed campaign must reuse to make the same choices. Not in it: rounds, the
+/// timeout cap, reruns, the memory limit and threads, which a resume may change.
+[[nodiscard]] inline nlohmann::json settings_json(const options& o) {
+  return {{"seed", o.seed},
+          {"policy_name", o.policy_name},
+          {"policy_spec", o.policy_spec},
+          {"features", o.features.mask},
+          {"configs", o.configs},
+          {"accept_any", o.accept_any},
+          {"corpus_size", o.corpus_size},
+          {"return_every", o.return_every},
+          {"min_legal_rate", o.min_legal_rate},
+          {"legal_window", o.legal_window},
+          {"magnitude_limit", o.magnitude_limit},
+          {"max_seed_nodes", o.max_seed_nodes},
+          {"localise", o.localise},
+          {"metrics_every", o.metrics_every}};
+}
+
+/// Overwrites `o`'s campaign-defining settings with the stored ones (a missing key keeps o's).
+inline void apply_settings(options& o, const nlohmann::json& s) {
+  auto take = [&](const char* key, auto& field) {
+    if (s.contains(key)) field = s.at(key).get<std::remove_reference_t<decltype(field)>>();
+  };
+  take("seed", o.seed);
+  take("policy_name", o.policy_name);
+  take("policy_spec", o.policy_spec);
+  take("features", o.features.mask);
+  take("configs", o.configs);
+  take("accept_any", o.accept_any);
+  take("corpus_size", o.corpus_size);
+  take("return_every", o.return_every);
+  take("min_legal_rate", o.min_legal_rate);
+  take("legal_window", o.legal_window);
+  take("magnitude_limit", o.magnitude_limit);
+  take("max_seed_nodes", o.max_seed_nodes);
+  take("localise", o.localise);
+  take("metrics_every", o.metrics_every);
+}
+
+/// The settings the campaign in `dir` started with (settings_json), or why there are none.
+/// Reads only: a folder without a campaign is left as it is.
+[[nodiscard]] inline tfg::expected<nlohmann::json, std::string> stored_settings(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir / "state.json", ec) || !fs::exists(dir / "campaign.db", ec))
+    return tfg::unexpected(dir.string() + ": no campaign there (no state.json / campaign.db)");
+  auto st = store::open(dir / "campaign.db");
+  if (!st) return tfg::unexpected(st.error());
+  const auto text = st->meta("settings");
+  if (!text) return tfg::unexpected(dir.string() + ": the campaign records no settings (started by an older flowmut)");
+  auto j = nlohmann::json::parse(*text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return tfg::unexpected(dir.string() + ": unreadable settings in campaign.db");
+  return j;
+}
 
 /// One line of progress, for the status display.
 struct status {
@@ -259,6 +318,7 @@ class loop {
       one_round();
       ++round_;
       checkpoint();
+      remove_evicted();
       report();
     }
     if (worker_) worker_->shutdown();
@@ -322,9 +382,11 @@ class loop {
 
   void setup() {
     validate_options();
+    nlohmann::json stored;
+    if (opt_.resume) restore_settings(stored);
     // The operator pool and the seed load before the folder is touched: a failure leaves nothing.
-    gen_.emplace(b_, generator_options{opt_.op_dirs, opt_.seed, opt_.features, true}, std::move(*policy_));
-    policy_.reset();
+    if (opt_.resume) make_generator();
+    else check_pool();
     std::optional<model_type> seed;
     if (!opt_.resume) {
       seed.emplace(b_.load(opt_.seed_model));
@@ -348,6 +410,12 @@ class loop {
         fs::create_directories(opt_.out_dir / d);
       }
     }
+    if (!opt_.resume) {
+      // The campaign keeps its own copy of the operator pool: a resume uses the same operators
+      // whatever happened to the folders since.
+      snapshot_operators();
+      make_generator();
+    }
     auto opened = store::open(db_path);
     if (!opened) throw std::runtime_error(db_path.string() + ": " + opened.error());
     store_.emplace(std::move(*opened));
@@ -366,6 +434,11 @@ class loop {
       b_.save_inputs(*inputs_, opt_.out_dir / "inputs.pt");
       b_.save(*seed, opt_.out_dir / "current.pt");
       fs::copy_file(opt_.out_dir / "current.pt", opt_.out_dir / "corpus" / "0.pt", fs::copy_options::overwrite_existing);
+      // Every model the campaign continues from is the import of its saved file and the inputs
+      // are those of inputs.pt, exactly what a resumed campaign loads (node ids, hence candidate
+      // order and keys, are the file's; the inputs' states are the saved ones).
+      seed.emplace(b_.load(opt_.out_dir / "corpus" / "0.pt"));
+      inputs_.emplace(b_.load_inputs(opt_.out_dir / "inputs.pt"));
       store_->set_meta("seed_model", fs::absolute(opt_.seed_model).string());
       store_->set_meta("policy", opt_.policy_name);
       store_->set_meta("seed", std::to_string(opt_.seed));
@@ -377,6 +450,17 @@ class loop {
       for (const auto& c : configs_)
         if (c.available && c.default_on) opt_.configs.push_back(c.name);
     store_->set_meta("configs", nlohmann::json(opt_.configs).dump());
+    if (!opt_.resume) {
+      auto settings = settings_json(opt_);
+      nlohmann::json ops = nlohmann::json::array();
+      for (const auto& d : opt_.op_dirs) ops.push_back(d.lexically_relative(opt_.out_dir).string());
+      settings["operators"] = ops;
+      nlohmann::json from = nlohmann::json::array();
+      for (const auto& d : operators_from_) from.push_back(fs::absolute(d).lexically_normal().string());
+      settings["operators_from"] = from;
+      settings["inputs_from"] = opt_.inputs_path.empty() ? std::string() : fs::absolute(opt_.inputs_path).lexically_normal().string();
+      store_->set_meta("settings", settings.dump());
+    }
     for (const auto& c : configs_) perf_.reference[c.name] = c.reference;
 
     // Metrics: the test space is fixed by the requirement files and this build's registry.
@@ -389,6 +473,59 @@ class loop {
     gen_->profile_and_set_seed(std::move(*seed), *inputs_);
     if (opt_.resume) restore(state);
     else corpus_.push_back({fs::path("corpus") / "0.pt", gen_->current(), gen_->current_profile(), {}});
+  }
+
+  /// Resume: the stored settings replace the given ones and the operator pool is the
+  /// campaign's own copy (campaigns started before settings were stored keep the given ones).
+  void restore_settings(nlohmann::json& stored) {
+    auto st = stored_settings(opt_.out_dir);
+    if (!st) return;
+    stored = std::move(*st);
+    const auto policy = stored.value("policy_name", opt_.policy_name);
+    if (policy != opt_.policy_name)
+      throw std::invalid_argument(opt_.out_dir.string() + " runs policy " + policy + ", not " + opt_.policy_name +
+                                  ": a resumed campaign keeps its policy");
+    apply_settings(opt_, stored);
+    if (stored.contains("operators")) {
+      opt_.op_dirs.clear();
+      for (const auto& d : stored.at("operators")) opt_.op_dirs.push_back(opt_.out_dir / d.get<std::string>());
+    }
+  }
+
+  /// The pool's diagnostics as one error, or nothing (before the folder is touched).
+  void check_pool() {
+    match::symbol_table symbols;
+    const auto pool = match::load_pool(opt_.op_dirs, symbols, b_.externs());
+    if (pool.ok()) return;
+    std::string msg = std::to_string(pool.errors) + " error(s) in the operator files:\n";
+    for (const auto& d : pool.diagnostics) msg += d;
+    throw std::runtime_error(msg);
+  }
+
+  void make_generator() {
+    gen_.emplace(b_, generator_options{opt_.op_dirs, opt_.seed, opt_.features, true}, std::move(*policy_));
+    policy_.reset();
+  }
+
+  /// Copies the operator folders (or files) into DIR/operators/K and points op_dirs there.
+  void snapshot_operators() {
+    const auto root = opt_.out_dir / "operators";
+    fs::remove_all(root);
+    std::vector<fs::path> copies;
+    operators_from_ = opt_.op_dirs;
+    for (std::size_t k = 0; k < opt_.op_dirs.size(); ++k) {
+      const auto& src = opt_.op_dirs[k];
+      const auto dst = root / std::to_string(k);
+      fs::create_directories(dst);
+      if (fs::is_directory(src)) {
+        fs::copy(src, dst, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+        copies.push_back(dst);
+      } else {
+        fs::copy_file(src, dst / src.filename(), fs::copy_options::overwrite_existing);
+        copies.push_back(dst / src.filename());
+      }
+    }
+    opt_.op_dirs = std::move(copies);
   }
 
   void lock_folder() {
@@ -834,14 +971,19 @@ class loop {
     auto roots = corpus_.empty() ? std::map<std::string, oracle::finding_signature>{} : corpus_[current_].roots;
     for (const auto& f : shown)
       roots.emplace(root_key(f.signature.kind, f.signature.config_a, f.signature.config_b, f.where.node), f.signature);
-    gen_->set_seed(std::move(Backend::mutant_model(mu)), std::move(Backend::mutant_profile(mu)), *inputs_);
+    // The new seed is the import of the published file, profiled here: what a resumed
+    // campaign continues from (its roots move to the new node ids by position).
+    const auto file = fs::path("corpus") / (std::to_string(round_) + ".pt");
+    fs::copy_file(opt_.out_dir / "current.pt", opt_.out_dir / file, fs::copy_options::overwrite_existing);
+    auto model = b_.load(opt_.out_dir / file);
+    roots = roots_from_json(roots_json(roots, Backend::mutant_model(mu)), model);
+    gen_->profile_and_set_seed(std::move(model), *inputs_);
     const auto [setup_ms, influence_ms] = gen_->take_seed_times();  // this round pays for the new seed
     rec.phase_ms["reseed"] += setup_ms;
     rec.phase_ms["influence"] += influence_ms;
     accept_ms_ = setup_ms + influence_ms;
-    // The corpus: replace the oldest member but the original when full.
-    const auto file = fs::path("corpus") / (std::to_string(round_) + ".pt");
-    fs::copy_file(opt_.out_dir / "current.pt", opt_.out_dir / file, fs::copy_options::overwrite_existing);
+    // The corpus: replace the oldest member but the original when full (its file is removed
+    // after the round's checkpoint, which no longer names it).
     member m{file, gen_->current(), gen_->current_profile(), std::move(roots)};
     if (corpus_.size() < std::max<std::size_t>(opt_.corpus_size, 2)) {
       corpus_.push_back(std::move(m));
@@ -849,8 +991,7 @@ class loop {
     } else {
       const std::size_t victim = corpus_.size() > 1 ? 1 : 0;
       if (victim != 0) {
-        std::error_code ec;
-        fs::remove(opt_.out_dir / corpus_[victim].file, ec);
+        evicted_.push_back(corpus_[victim].file);
         corpus_.erase(corpus_.begin() + static_cast<std::ptrdiff_t>(victim));
       }
       corpus_.push_back(std::move(m));
@@ -979,9 +1120,9 @@ class loop {
     }
     const bool fresh = store_->add_finding(sig, rec.round, first_line(f.message), rel_dir.string());
     ++status_.instances;
-    if (fresh) {
+    if (fresh || unjudged_.erase(id) > 0) {
+      if (fresh) ++status_.findings;
       known_findings_.insert(id);
-      ++status_.findings;
       const double reliability = rerun(f, req, rel_dir);
       // Timing is noisy on a shared machine: a performance anomaly must reproduce every time.
       const double needed = sig.kind == oracle::finding_kind::performance ? 1.0 : 0.15;
@@ -1047,22 +1188,63 @@ class loop {
             {"findings", static_cast<double>(status_.findings)}};
   }
 
-  /// Roots as (kind, a, b, topological position) records of `m`, for state.json.
-  [[nodiscard]] static nlohmann::json roots_json(const member& m) {
-    const auto& g = Backend::graph(m.model);
+  /// Roots (keyed by node ids of `model`) as (kind, a, b, topological position, node kind)
+  /// records, for state.json and for moving them to a re-import of the model.
+  [[nodiscard]] static nlohmann::json roots_json(const std::map<std::string, oracle::finding_signature>& roots,
+                                                 const model_type& model) {
+    const auto& g = Backend::graph(model);
     std::vector<std::size_t> pos(g.node_capacity(), 0);
+    std::vector<std::string> kinds(g.node_capacity());
     std::size_t i = 0;
-    for (auto n : g.topological_order()) pos[graph::index(n)] = i++;
+    for (auto n : g.topological_order()) {
+      pos[graph::index(n)] = i++;
+      kinds[graph::index(n)] = std::string(Backend::kind(model, n));
+    }
     nlohmann::json out = nlohmann::json::array();
-    for (const auto& [key, sig] : m.roots) {
+    for (const auto& [key, sig] : roots) {
       const auto bar = key.rfind('|');
       const auto node = static_cast<std::size_t>(std::stoull(key.substr(bar + 1)));
-      out.push_back({{"prefix", key.substr(0, bar + 1)}, {"position", node < pos.size() ? pos[node] : 0},
+      if (node >= pos.size()) continue;
+      out.push_back({{"prefix", key.substr(0, bar + 1)}, {"position", pos[node]}, {"node_kind", kinds[node]},
                      {"kind", std::string(oracle::to_string(sig.kind))}, {"a", sig.config_a}, {"b", sig.config_b},
                      {"op", sig.culprit_op}, {"dtype", sig.dtype}, {"device", sig.device}, {"detail", sig.detail},
                      {"symptom", sig.symptom}, {"inputs", sig.inputs}});
     }
     return out;
+  }
+
+  /// Roots from roots_json() records, keyed by node ids of `model` (a record whose position
+  /// holds another kind of node in `model` is dropped).
+  [[nodiscard]] static std::map<std::string, oracle::finding_signature> roots_from_json(const nlohmann::json& records,
+                                                                                     const model_type& model) {
+    std::map<std::string, oracle::finding_signature> roots;
+    const auto& g = Backend::graph(model);
+    std::vector<graph::node_id> by_pos(g.topological_order().begin(), g.topological_order().end());
+    for (const auto& r : records) {
+      const auto p = r.at("position").get<std::size_t>();
+      if (p >= by_pos.size()) continue;
+      if (r.contains("node_kind") && r.at("node_kind").get<std::string>() != Backend::kind(model, by_pos[p])) continue;
+      oracle::finding_signature sig;
+      sig.kind = oracle::parse_finding_kind(r.at("kind").get<std::string>()).value_or(oracle::finding_kind::numeric);
+      sig.config_a = r.value("a", "");
+      sig.config_b = r.value("b", "");
+      sig.culprit_op = r.value("op", "");
+      sig.dtype = r.value("dtype", "");
+      sig.device = r.value("device", "");
+      sig.detail = r.value("detail", "");
+      sig.symptom = r.value("symptom", "");
+      sig.inputs = r.value("inputs", "");
+      roots.emplace(r.at("prefix").get<std::string>() + std::to_string(graph::index(by_pos[p])), sig);
+    }
+    return roots;
+  }
+
+  /// Removes the files of corpus members evicted this round (after the checkpoint that no
+  /// longer names them: a kill in between leaves a stray file, never a missing one).
+  void remove_evicted() {
+    std::error_code ec;
+    for (const auto& f : evicted_) fs::remove(opt_.out_dir / f, ec);
+    evicted_.clear();
   }
 
   /// state.json: what a resumed campaign needs beyond the database (written after the round's
@@ -1071,7 +1253,7 @@ class loop {
     std::ostringstream rng_state;
     rng_state << gen_->random();
     nlohmann::json corpus = nlohmann::json::array();
-    for (const auto& m : corpus_) corpus.push_back({{"file", m.file.string()}, {"roots", roots_json(m)}});
+    for (const auto& m : corpus_) corpus.push_back({{"file", m.file.string()}, {"roots", roots_json(m.roots, m.model)}});
     nlohmann::json st = {{"round", round_},
                          {"seed", "current.pt"},
                          {"rng", rng_state.str()},
@@ -1083,12 +1265,16 @@ class loop {
                          {"executed", status_.executed},
                          {"corpus", corpus},
                          {"current", current_},
+                         {"generator", gen_->state()},
                          {"window", std::vector<bool>(window_.begin(), window_.end())}};
     write_file_atomic(opt_.out_dir / "state.json", st.dump());
   }
 
   void restore(const nlohmann::json& st) {
     round_ = st.at("round").get<std::size_t>();
+    // Rounds after the checkpoint (a kill between a round's database writes and its
+    // checkpoint) are redone: forget what they wrote.
+    store_->forget_from(static_cast<std::int64_t>(round_));
     std::istringstream rng_state(st.at("rng").get<std::string>());
     rng_state >> gen_->random();
     novelty_ = trace_novelty::from_json(st.at("novelty"));
@@ -1102,23 +1288,7 @@ class loop {
       member m{c.at("file").get<std::string>(), {}, {}, {}};
       m.model = b_.load(opt_.out_dir / m.file);
       m.profile = b_.profile(m.model, *inputs_);
-      const auto& g = Backend::graph(m.model);
-      std::vector<graph::node_id> by_pos(g.topological_order().begin(), g.topological_order().end());
-      for (const auto& r : c.value("roots", nlohmann::json::array())) {
-        const auto p = r.at("position").get<std::size_t>();
-        if (p >= by_pos.size()) continue;
-        oracle::finding_signature sig;
-        sig.kind = oracle::parse_finding_kind(r.at("kind").get<std::string>()).value_or(oracle::finding_kind::numeric);
-        sig.config_a = r.value("a", "");
-        sig.config_b = r.value("b", "");
-        sig.culprit_op = r.value("op", "");
-        sig.dtype = r.value("dtype", "");
-        sig.device = r.value("device", "");
-        sig.detail = r.value("detail", "");
-        sig.symptom = r.value("symptom", "");
-        sig.inputs = r.value("inputs", "");
-        m.roots.emplace(r.at("prefix").get<std::string>() + std::to_string(graph::index(by_pos[p])), sig);
-      }
+      m.roots = roots_from_json(c.value("roots", nlohmann::json::array()), m.model);
       corpus_.push_back(std::move(m));
     }
     current_ = std::min<std::size_t>(st.value("current", std::size_t{0}), corpus_.empty() ? 0 : corpus_.size() - 1);
@@ -1127,6 +1297,7 @@ class loop {
       // member's copy: continue from it with that member's ids.
       gen_->set_seed(corpus_[current_].model, corpus_[current_].profile, *inputs_);
     }
+    gen_->restore_state(st.value("generator", nlohmann::json::object()));
     // The policy and the coverage counts are replayed from the recorded rounds.
     for (const auto& r : store_->rounds()) {
       if (r.round >= static_cast<std::int64_t>(round_)) break;
@@ -1140,7 +1311,10 @@ class loop {
       if (!extra.is_discarded() && extra.contains("elements")) el = extra["elements"].get<std::vector<std::uint64_t>>();
       gen_->replay(select::context{r.context}, static_cast<std::uint32_t>(r.arm), r.reward, el);
     }
-    for (const auto& f : store_->findings()) known_findings_.insert(f.id);
+    for (const auto& f : store_->findings()) {
+      known_findings_.insert(f.id);
+      if (f.reliability < 0) unjudged_.insert(f.id);  // killed before its reruns: rerun when seen again
+    }
     status_.findings = known_findings_.size();
   }
 
@@ -1169,6 +1343,9 @@ class loop {
   std::vector<std::string> notes_;   ///< what the current round wants on record (extra_json "notes")
   double accept_ms_ = 0;  ///< time the current round spent re-seeding (excluded from "judge")
   std::set<std::string> known_findings_;
+  std::vector<fs::path> operators_from_;  ///< the operator folders the snapshot was taken from
+  std::vector<fs::path> evicted_;  ///< corpus files to remove after this round's checkpoint
+  std::set<std::string> unjudged_;  ///< resumed: findings stored without reliability reruns
   std::size_t round_ = 0;
   int lock_fd_ = -1;
   mutable status status_;

@@ -202,6 +202,30 @@ class store {
     return n;
   }
 
+  /// Forgets what rounds `round` and later wrote (a resumed campaign redoes them from its
+  /// checkpoint): their round rows, metric rows and finding instances, with each finding's
+  /// instance count and last round adjusted. Findings first seen there keep their row and
+  /// folder (a kill never loses a finding, even one the redo does not show again) with the
+  /// instances the redo adds.
+  void forget_from(std::int64_t round) {
+    transaction tx(*this);
+    prepare("DELETE FROM rounds WHERE round >= ?1").bind(1, round).run();
+    prepare("DELETE FROM metrics WHERE round >= ?1").bind(1, round).run();
+    prepare(
+        "UPDATE findings SET instances = MAX(0, instances - (SELECT COUNT(*) FROM finding_instances i "
+        "WHERE i.finding_id = findings.id AND i.round >= ?1)) WHERE id IN (SELECT finding_id FROM "
+        "finding_instances WHERE round >= ?1)")
+        .bind(1, round)
+        .run();
+    prepare("DELETE FROM finding_instances WHERE round >= ?1").bind(1, round).run();
+    prepare(
+        "UPDATE findings SET last_round = COALESCE((SELECT MAX(i.round) FROM finding_instances i "
+        "WHERE i.finding_id = findings.id), first_round) WHERE last_round >= ?1")
+        .bind(1, round)
+        .run();
+    tx.commit();
+  }
+
   /// Records one instance of the finding `sig` seen in `round`; true when its id is new.
   /// `dir` is the instance's artifact folder relative to the campaign dir. A new finding gets
   /// status "new" and reliability -1; a known one gets instances+1 and last_round updated.

@@ -113,18 +113,44 @@ void take_stored_settings(run_args& a) {
   if (a.given.count("ops") && s.contains("operators") && !same_paths(a.op_dirs, s.value("operators_from", nlohmann::json())))
     throw std::invalid_argument("--ops: a resumed campaign keeps the operator pool it started with (its copy in " +
                                 (fs::path(a.out) / "operators").string() + ")");
+  if (a.given.count("shape"))
+    throw std::invalid_argument("--shape: a resumed campaign keeps its inputs (" + (fs::path(a.out) / "inputs.pt").string() + ")");
   if (a.given.count("inputs") && !same_paths({a.inputs}, nlohmann::json::array({s.value("inputs_from", std::string())})))
     throw std::invalid_argument("--inputs: a resumed campaign keeps its inputs (" + (fs::path(a.out) / "inputs.pt").string() + ")");
 }
 
 }  // namespace
 
+/// `run --shape`: random inputs of the given shapes, in a temporary file the campaign copies
+/// into its inputs.pt; the file goes when the command ends.
+struct shaped_inputs {
+  fs::path file;
+  explicit shaped_inputs(const run_args& a) {
+    if (a.shapes.empty()) return;
+    std::vector<tfg::torch::input_spec> specs;
+    for (const auto& s : a.shapes) specs.push_back(tfg::torch::parse_input_spec(s));
+    std::string tmpl = (fs::temp_directory_path() / "flowmut-shape-XXXXXX").string();
+    const int fd = ::mkstemp(tmpl.data());
+    if (fd < 0) throw std::runtime_error("cannot create a temporary inputs file in " + fs::temp_directory_path().string());
+    ::close(fd);
+    file = tmpl;
+    tfg::torch::save_inputs(tfg::torch::random_inputs(specs, 3, a.seed), file);
+  }
+  ~shaped_inputs() {
+    std::error_code ec;
+    if (!file.empty()) fs::remove(file, ec);
+  }
+  shaped_inputs(const shaped_inputs&) = delete;
+  shaped_inputs& operator=(const shaped_inputs&) = delete;
+};
+
 int run_campaign_command(run_args a, const std::string& self_exe) {
   if (a.resume) take_stored_settings(a);
+  const shaped_inputs shaped(a);
   tfg::campaign::options o;
   o.seed_model = a.model;
   o.out_dir = a.out;
-  o.inputs_path = a.inputs;
+  o.inputs_path = shaped.file.empty() ? fs::path(a.inputs) : shaped.file;
   for (const auto& d : default_operator_dirs(a.op_dirs)) o.op_dirs.emplace_back(d);
   o.rounds = a.rounds;
   o.seed = a.seed;

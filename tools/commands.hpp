@@ -26,6 +26,7 @@ struct run_args {
   std::size_t corpus = 8;
   std::size_t return_every = 25;
   bool no_localise = false;
+  std::vector<std::string> shapes;  // --shape: random inputs of these shapes
   std::set<std::string> given;  // long names of the options given on the command line
 };
 

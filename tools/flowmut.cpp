@@ -43,7 +43,7 @@ struct profile_args {
 tfg::torch::input_set inputs_for(const tfg::torch::model& m, const std::string& model_path,
                                  const std::string& inputs_path, std::size_t random,
                                  const std::vector<std::string>& shapes) {
-  if (!inputs_path.empty()) return tfg::torch::load_inputs(inputs_path);
+  if (!inputs_path.empty()) return tfg::torch::load_inputs(inputs_path, m);
   if (!shapes.empty()) {
     std::vector<tfg::torch::input_spec> specs;
     for (const auto& s : shapes) specs.push_back(tfg::torch::parse_input_spec(s));
@@ -51,7 +51,7 @@ tfg::torch::input_set inputs_for(const tfg::torch::model& m, const std::string& 
   }
   if (random > 0) return tfg::torch::random_inputs(m, random);
   auto conventional = tfg::torch::inputs_path_for(model_path);
-  if (std::ifstream(conventional).good()) return tfg::torch::load_inputs(conventional);
+  if (std::ifstream(conventional).good()) return tfg::torch::load_inputs(conventional, m);
   return tfg::torch::random_inputs(m, 3);
 }
 
@@ -336,6 +336,8 @@ int main(int argc, char** argv) {
   run->add_option("--ops", ra.op_dirs, "operator folders (default: the bundled operators/)");
   run->add_option("--config", ra.configs, "execution configurations to run (repeat; default: every CPU configuration)");
   run->add_option("--inputs", ra.inputs, "profiling inputs (default MODEL.inputs.pt or 3 random inputs)");
+  run->add_option("--shape", ra.shapes, "3 random inputs of this shape instead, e.g. f32[1,3,64,64] (repeat per forward argument)")
+      ->excludes("--inputs");
   run->add_option("--seed", ra.seed, "campaign seed (a campaign is deterministic for a seed)")->default_val(1)->check(seed_range);
   run->add_option("--timeout", ra.timeout_s, "per-mutant timeout cap in seconds (the timeout is calibrated below it)")->default_val(60)->check(CLI::Range(1, 86400));
   run->add_option("--reruns", ra.reruns, "reliability reruns of each new finding")->default_val(2)->check(CLI::Range(0, 100));

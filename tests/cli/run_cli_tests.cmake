@@ -105,6 +105,80 @@ expect_match("${OUT}" "verdicts:")
 run(0 ${FLOWMUT} summary ${WORK}/keeps)
 expect_match("${OUT}" " 3 rounds recorded")
 
+# inputs as Python writes them: one-element lists, dicts, tuples, Python scalars as arguments
+file(REMOVE_RECURSE ${WORK}/kinds)
+file(MAKE_DIRECTORY ${WORK}/kinds)
+execute_process(COMMAND /usr/bin/python3 ${SRC}/tests/data/make_input_kinds.py ${WORK}/kinds RESULT_VARIABLE py_rc)
+if(NOT py_rc EQUAL 0)
+  message(FATAL_ERROR "tests/data/make_input_kinds.py failed (${py_rc})")
+endif()
+foreach(kind dict_in tuple_in scalar_in)
+  run(0 ${FLOWMUT} profile ${WORK}/kinds/${kind}.pt)
+  expect_match("${OUT}" "max abs diff 0 \\(equal\\)")
+endforeach()
+run(0 ${FLOWMUT} run ${WORK}/kinds/dict_in.pt --rounds 2 --out ${WORK}/kinds/campaign --config eager_op_by_op
+    --config float64_reference --config graph_executor --reruns 0 -q)
+expect_match("${OUT}" "findings: 0 distinct")
+run(2 ${FLOWMUT} profile ${SEED} --inputs ${WORK}/kinds/dict_in.inputs.pt)
+expect_match("${ERR}" "forward argument 1 \\(%x.1\\) is Tensor, the input gives Dict")
+run(2 ${FLOWMUT} profile ${WORK}/kinds/dict_in.pt --inputs ${WORK}/kinds/dict_in.missing_key.pt)
+expect_match("${ERR}" "aten::__getitem__.*KeyError")
+execute_process(COMMAND /usr/bin/python3 -c
+  "import torch; torch.save([(torch.randn(1, 3, 8, 8),)], '${WORK}/one.pt'); torch.save([], '${WORK}/none.pt')")
+run(0 ${FLOWMUT} profile ${SEED} --inputs ${WORK}/one.pt)
+expect_match("${OUT}" "1 profiling inputs")
+run(2 ${FLOWMUT} profile ${SEED} --inputs ${WORK}/none.pt)
+expect_match("${ERR}" "none.pt: the list of inputs is empty")
+# `run --shape`: random inputs of that shape instead of the inputs file
+file(REMOVE_RECURSE ${WORK}/shaped)
+run(0 ${FLOWMUT} run ${SEED} --shape f32[2,3,8,8] --rounds 1 --out ${WORK}/shaped --config eager_op_by_op --reruns 0 -q)
+run(0 ${FLOWMUT} profile ${WORK}/shaped/current.pt --inputs ${WORK}/shaped/inputs.pt --json ${WORK}/shaped.json)
+file(READ ${WORK}/shaped.json shaped_json)
+expect_match("${shaped_json}" "\\[2, *3, *8, *8\\]")
+run(2 ${FLOWMUT} run ${SEED} --shape f32[2,x] --out ${WORK}/never)
+expect_match("${ERR}" "input spec `f32\\[2,x\\]`: `x` is not a dimension")
+
+# models that must not load or seed a campaign: a truncated tensor record, a random operator
+execute_process(COMMAND /usr/bin/python3 -c "
+import zipfile
+zin = zipfile.ZipFile('${SEED}')
+zout = zipfile.ZipFile('${WORK}/truncated.pt', 'w', zipfile.ZIP_STORED)
+for n in zin.namelist():
+    b = zin.read(n)
+    zout.writestr(n, b[:10] if n.endswith('/data/0') else b)
+zout.close()")
+foreach(cmd profile export)
+  if(cmd STREQUAL export)
+    run(2 ${FLOWMUT} export ${WORK}/truncated.pt ${WORK}/never.pt)
+  else()
+    run(2 ${FLOWMUT} profile ${WORK}/truncated.pt --inputs ${SRC}/tests/data/tiny_mix.inputs.pt)
+  endif()
+  expect_match("${ERR}" "truncated.pt: data/0: 10 bytes, the pickle declares 216 elements of FloatStorage \\(864 bytes\\): the archive is truncated or corrupt")
+endforeach()
+# NaN weights, NaN/Inf inputs: counted as information; op by op and forward agree NaN for NaN
+execute_process(COMMAND /usr/bin/python3 -c "
+import torch
+m = torch.jit.load('${SEED}')
+w = [v for k, v in m.state_dict().items() if v.is_floating_point() and v.dim() > 1][0]
+with torch.no_grad():
+    w.view(-1)[0] = float('nan')
+m.save('${WORK}/nan_weight.pt')
+x = torch.randn(1, 3, 8, 8)
+x[0, 0, 0, 0] = float('nan')
+x[0, 1, 0, 0] = float('inf')
+torch.save([(x,), (x * 2,)], '${WORK}/nan_inputs.pt')")
+run(0 ${FLOWMUT} profile ${WORK}/nan_weight.pt --inputs ${SRC}/tests/data/tiny_mix.inputs.pt)
+expect_match("${OUT}" "[1-9][0-9]* with NaN/Inf")
+expect_match("${OUT}" "max abs diff 0 \\(equal\\)")
+run(0 ${FLOWMUT} profile ${SEED} --inputs ${WORK}/nan_inputs.pt)
+expect_match("${OUT}" "[1-9][0-9]* with NaN/Inf")
+expect_match("${OUT}" "max abs diff 0 \\(equal\\)")
+run(2 ${FLOWMUT} run ${WORK}/kinds/random_op.pt --rounds 1 --out ${WORK}/never)
+expect_match("${ERR}" "random_op.pt: the seed fails its own check: node [0-9]+ \\(aten::rand_like\\)")
+if(EXISTS ${WORK}/never)
+  message(FATAL_ERROR "a refused seed created ${WORK}/never")
+endif()
+
 run(2 ${FLOWMUT} profile ${SEED} --threads 100000)
 run(2 ${FLOWMUT} profile ${SEED} --no-such-flag)
 run(0 ${FLOWMUT} --help)

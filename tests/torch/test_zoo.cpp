@@ -2,6 +2,7 @@
 // it imports, runs op by op with outputs equal to module.forward (max abs diff 0), profiles,
 // and exports to a .pt that reloads and gives the same outputs.
 #include <tfg/torch/ivalue.hpp>
+#include <tfg/torch/seed_check.hpp>
 #include <tfg/torch/torch.hpp>
 
 #include <doctest/doctest.h>
@@ -55,6 +56,9 @@ TEST_CASE("zoo: every seed imports, runs op by op equal to forward, profiles and
     double worst = 0;
     for (std::size_t i = 0; i < inputs.size(); ++i) worst = std::max(worst, max_diff(module.forward(inputs[i]), p.outputs[i]));
     CHECK_MESSAGE(worst == 0, name << ": op-by-op differs from forward by " << worst);
+    // The check `flowmut run` makes before a campaign: every node's value equals TorchScript's.
+    const auto why = tt::check_seed(m, path.string(), inputs);
+    CHECK_MESSAGE(why.empty(), name << ": " << why);
     // Every tensor edge got a state per run.
     for (auto e : m.graph.edges()) CHECK(p.edges[graph::index(e)].runs.size() == inputs.size());
 

@@ -391,6 +391,10 @@ class loop {
     if (!opt_.resume) {
       seed.emplace(b_.load(opt_.seed_model));
       inputs_.emplace(b_.seed_inputs(*seed, opt_.seed_model, opt_.inputs_path));
+      // A seed whose own execution disagrees with its framework would make every finding ours.
+      if constexpr (requires { b_.check_seed(*seed, opt_.seed_model, *inputs_); })
+        if (const std::string why = b_.check_seed(*seed, opt_.seed_model, *inputs_); !why.empty())
+          throw std::invalid_argument(opt_.seed_model.string() + ": the seed fails its own check: " + why);
     }
     fs::create_directories(opt_.out_dir / "workers");
     fs::create_directories(opt_.out_dir / "findings");

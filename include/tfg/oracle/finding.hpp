@@ -164,6 +164,18 @@ inline void mask_into(std::string_view s, std::string& out) {
         continue;
       }
     }
+    // A model file name ("current.pt", "mutant.pt"): the same model fails under another name
+    // in a finding's reruns and in repro.
+    if (!prev_is_ident() && (is_ident_char(c) || c == '-')) {
+      std::size_t j = i;
+      while (j < s.size() && (is_ident_char(s[j]) || s[j] == '.' || s[j] == '-')) ++j;
+      const std::string_view word = s.substr(i, j - i);
+      if (word.size() > 3 && word.ends_with(".pt")) {
+        out += "MODEL.pt";
+        i = j;
+        continue;
+      }
+    }
     // Long bare hex strings with digits and letters (hashes, pointers without 0x).
     if (is_hex_char(c) && !prev_is_ident()) {
       std::size_t j = i;
@@ -252,6 +264,7 @@ inline constexpr std::size_t normalised_message_max = 200;
 /// at the last "XxxError: ..." line; it stops at backtrace noise ("Exception raised from",
 /// "frame #", ...). Lines are joined with one space. Then: hex numbers (0x.., and bare hex
 /// strings of >= 8 digits mixing digits and letters) -> ADDR; absolute paths -> basename;
+/// model file names (`*.pt`) -> MODEL.pt;
 /// standalone numbers (not part of an identifier like conv2d or int64) -> N, so shapes keep
 /// their rank ("[1,3, 64]" -> "[N, N, N]", "1x3x8" -> "NxNxN"); whitespace collapsed; at most
 /// 200 bytes.

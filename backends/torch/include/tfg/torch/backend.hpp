@@ -7,6 +7,7 @@
 ///     tfg::torch::backend b;
 ///     tfg::campaign::loop<tfg::torch::backend> c(b, options, *tfg::select::make_policy("ucb1"));
 #include <tfg/campaign/backend.hpp>
+#include <tfg/torch/seed_check.hpp>
 #include <tfg/torch/configs.hpp>
 #include <tfg/torch/export.hpp>
 #include <tfg/torch/externs.hpp>
@@ -78,12 +79,16 @@ class backend {
   /// synthesised from the traced input types.
   [[nodiscard]] input_set seed_inputs(const model& m, const std::filesystem::path& model_path,
                                       const std::filesystem::path& inputs_path) const {
-    if (!inputs_path.empty()) return tfg::torch::load_inputs(inputs_path.string());
+    if (!inputs_path.empty()) return tfg::torch::load_inputs(inputs_path.string(), m);
     const auto conventional = inputs_path_for(model_path.string());
-    if (std::filesystem::exists(conventional)) return tfg::torch::load_inputs(conventional);
+    if (std::filesystem::exists(conventional)) return tfg::torch::load_inputs(conventional, m);
     return random_inputs(m, 3);
   }
   [[nodiscard]] input_set load_inputs(const std::filesystem::path& p) const { return tfg::torch::load_inputs(p.string()); }
+  /// "" when op-by-op execution of the seed reproduces TorchScript's forward (seed_check.hpp).
+  [[nodiscard]] std::string check_seed(const model& m, const std::filesystem::path& p, const input_set& in) const {
+    return tfg::torch::check_seed(m, p.string(), in);
+  }
   void save_inputs(const input_set& in, const std::filesystem::path& p) const { tfg::torch::save_inputs(in, p); }
 
   // ---- the graph -----------------------------------------------------------------------------

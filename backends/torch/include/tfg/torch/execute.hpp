@@ -39,10 +39,23 @@ class executor {
     if (inputs.size() != in.size())
       throw model_error(m_.source + ": forward takes " + std::to_string(in.size()) + " inputs, got " +
                         std::to_string(inputs.size()));
+    for (std::size_t i = 0; i < in.size(); ++i) check_input(i, inputs[i]);
     for (auto& v : values_) v = c10::IValue();
     for (std::size_t i = 0; i < in.size(); ++i) values_[graph::index(in[i])] = to_device(inputs[i]);
     observe(graph::no_node, in);
     return run_from(0, observe);
+  }
+
+  /// Throws model_error naming argument `i` when `v` is not of the type forward declares for
+  /// it (tensors: any tensor; a traced shape is not a requirement).
+  void check_input(std::size_t i, const c10::IValue& v) const {
+    const auto& d = m_.graph.data(m_.graph.graph_inputs()[i]);
+    if (!d.type) return;
+    const bool ok = d.type->kind() == c10::TypeKind::TensorType ? v.isTensor()
+                                                                 : v.type()->isSubtypeOf(*c10::unshapedType(d.type));
+    if (!ok)
+      throw model_error(m_.source + ": forward argument " + std::to_string(i + 1) + " (%" + d.name + ") is " +
+                        c10::unshapedType(d.type)->annotation_str() + ", the input gives " + v.type()->annotation_str());
   }
 
   /// Resumes execution at position `from` of order() on the values the last run left (or that

@@ -6,11 +6,13 @@
 /// upstream in favour of `torch.export`; an ExportedProgram importer implements the same
 /// interface and feeds the same `model`.
 #include <tfg/torch/model.hpp>
+#include <tfg/torch/pickle_compat.hpp>
 
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/passes/freeze_module.h>
 #include <torch/csrc/jit/passes/inliner.h>
+#include <ATen/EmptyTensor.h>
 #include <torch/script.h>
 
 #include <memory>
@@ -246,10 +248,17 @@ class graph_translator {
   return graph;
 }
 
-/// torch::jit::load with the error a user can act on: throws model_error naming the file.
+/// torch::jit::load with the error a user can act on: throws model_error naming the file, also
+/// for a tensor record shorter than its pickle declares.
 [[nodiscard]] inline ::torch::jit::Module load_module(const std::string& path) {
   try {
-    return ::torch::jit::load(path);
+    auto module = ::torch::jit::load(path);
+    // LibTorch loads a truncated tensor record without complaint and reads beyond it.
+    if (const auto bad = check_storage_records(path); !bad.empty())
+      throw model_error(path + ": " + bad + ": the archive is truncated or corrupt");
+    return module;
+  } catch (const model_error&) {
+    throw;
   } catch (const std::exception& e) {
     std::string what = e.what();
     if (auto nl = what.find('\n'); nl != std::string::npos) what.resize(nl);
@@ -259,6 +268,39 @@ class graph_translator {
       throw model_error(path + ": not a TorchScript module: a torch.save'd object (a tensor, a state dict or a "
                                "pickled nn.Module?); save a scripted or traced module with torch.jit.save");
     throw model_error(path + ": cannot load TorchScript module: " + what);
+  }
+}
+
+/// The bytes a strided tensor reads from its storage, and whether the storage holds them.
+[[nodiscard]] inline bool storage_holds(const at::Tensor& t, std::size_t& needed, std::size_t& held) {
+  if (!t.defined() || t.layout() != c10::kStrided || !t.has_storage() || t.numel() == 0) return true;
+  needed = at::detail::computeStorageNbytes(t.sizes(), t.strides(), t.dtype().itemsize(),
+                                            static_cast<std::size_t>(t.storage_offset()));
+  held = t.storage().nbytes();
+  return needed <= held;
+}
+
+/// Throws model_error naming the file and the tensor when a tensor of `module` (an attribute:
+/// parameter, buffer, ...) or a tensor constant of `graph` reads beyond its storage: a
+/// truncated or corrupted archive, which LibTorch loads without complaint and reads out of
+/// bounds.
+inline void validate_storages(const ::torch::jit::Module& module, const ::torch::jit::Graph* graph,
+                              const std::string& path) {
+  std::size_t needed = 0, held = 0;
+  auto fail = [&](const std::string& what) {
+    throw model_error(path + ": " + what + " needs " + std::to_string(needed) + " bytes of storage, the file holds " +
+                      std::to_string(held) + ": the archive is truncated or corrupt");
+  };
+  for (const auto& a : module.named_attributes(/*recurse=*/true))
+    if (a.value.isTensor() && !storage_holds(a.value.toTensor(), needed, held)) fail("tensor `" + a.name + "`");
+  if (!graph) return;
+  std::size_t index = 0;
+  for (const auto* n : graph->nodes()) {
+    ++index;
+    if (n->kind() != c10::prim::Constant || n->outputs().size() != 1) continue;
+    const auto v = ::torch::jit::toIValue(n->output());
+    if (v && v->isTensor() && !storage_holds(v->toTensor(), needed, held))
+      fail("the tensor constant %" + n->output()->debugName() + " (node " + std::to_string(index) + ")");
   }
 }
 
@@ -278,6 +320,7 @@ class torchscript_importer final : public importer {
       if (auto nl = what.find('\n'); nl != std::string::npos) what.resize(nl);
       throw model_error(source + ": cannot freeze the module: " + what);
     }
+    validate_storages(module, graph.get(), source);  // constants of the code (constants.pkl) included
     auto m = from_graph(*graph, source);
     // Freezing drops the input types a trace recorded (shape, dtype); keep them, so inputs can
     // be synthesised for a model that comes without an inputs file.

@@ -2,6 +2,7 @@
 /// Profiling inputs: read from a `NAME.inputs.pt` file written by `torch.save([(x0,), (x1,)])`,
 /// or synthesised from the input types a trace recorded.
 #include <tfg/torch/model.hpp>
+#include <tfg/torch/pickle_compat.hpp>
 
 #include <torch/csrc/jit/serialization/pickle.h>
 #include <torch/script.h>
@@ -18,14 +19,16 @@ namespace tfg::torch {
 using input_set = std::vector<std::vector<c10::IValue>>;  ///< one positional-argument list per input
 
 /// Reads a list of profiling inputs; each element is a tuple (or list) of forward arguments, or a
-/// single tensor. Throws model_error naming the file.
+/// single value (a tensor, a dict, an int, ...). One-element lists and dicts, which LibTorch
+/// 1.13's unpickler cannot read, are read through pickle_compat.hpp. Throws model_error naming
+/// the file (also for an empty list).
 [[nodiscard]] inline input_set load_inputs(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw model_error(path + ": cannot open the inputs file");
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   c10::IValue v;
   try {
-    v = ::torch::jit::pickle_load(bytes);
+    v = pickle_load_compatible(bytes);
   } catch (const std::exception& e) {
     std::string what = e.what();
     if (auto nl = what.find('\n'); nl != std::string::npos) what.resize(nl);
@@ -38,7 +41,71 @@ using input_set = std::vector<std::vector<c10::IValue>>;  ///< one positional-ar
     else if (x.isList()) out.emplace_back(x.toListRef().begin(), x.toListRef().end());
     else out.push_back({x});
   }
+  if (out.empty()) throw model_error(path + ": the list of inputs is empty (nothing to profile or compare on)");
   return out;
+}
+
+/// `v` retyped as forward declares it: Python's pickles carry untyped dicts and lists
+/// (Dict[Any, Any]), which TorchScript refuses for a Dict[str, Tensor] argument; their
+/// elements are retyped recursively, tuples element by element, a Python int given for a
+/// float becomes a float. Anything else is returned as it is (the executor reports a mismatch).
+[[nodiscard]] inline c10::IValue conform(const c10::IValue& v, const c10::TypePtr& t) {
+  if (!t) return v;
+  switch (t->kind()) {
+    case c10::TypeKind::DictType:
+      if (v.isGenericDict()) {
+        const auto dt = t->expect<c10::DictType>();
+        c10::impl::GenericDict d(dt->getKeyType(), dt->getValueType());
+        for (const auto& e : v.toGenericDict()) d.insert(conform(e.key(), dt->getKeyType()), conform(e.value(), dt->getValueType()));
+        return d;
+      }
+      break;
+    case c10::TypeKind::ListType:
+      if (v.isList()) {
+        const auto lt = t->expect<c10::ListType>();
+        c10::impl::GenericList l(lt->getElementType());
+        for (const auto& e : v.toListRef()) l.push_back(conform(e, lt->getElementType()));
+        return l;
+      }
+      break;
+    case c10::TypeKind::TupleType:
+      if (v.isTuple()) {
+        const auto tt = t->expect<c10::TupleType>();
+        const auto& el = v.toTupleRef().elements();
+        if (el.size() != tt->elements().size()) break;
+        std::vector<c10::IValue> out;
+        for (std::size_t i = 0; i < el.size(); ++i) out.push_back(conform(el[i], tt->elements()[i]));
+        return c10::ivalue::Tuple::create(std::move(out));
+      }
+      break;
+    case c10::TypeKind::OptionalType:
+      if (!v.isNone()) return conform(v, t->expect<c10::OptionalType>()->getElementType());
+      break;
+    case c10::TypeKind::FloatType:
+      if (v.isInt()) return static_cast<double>(v.toInt());
+      break;
+    default: break;
+  }
+  return v;
+}
+
+/// Every input of `in` retyped to the types `m`'s forward declares (conform()); a wrong number
+/// of arguments is a model_error naming the model.
+inline void conform_inputs(const model& m, input_set& in) {
+  const auto& args = m.graph.graph_inputs();
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    if (in[k].size() != args.size())
+      throw model_error(m.source + ": forward takes " + std::to_string(args.size()) + " argument(s), input " +
+                        std::to_string(k + 1) + " gives " + std::to_string(in[k].size()));
+    for (std::size_t i = 0; i < args.size(); ++i) in[k][i] = conform(in[k][i], m.graph.data(args[i]).type);
+  }
+}
+
+/// load_inputs(path), retyped for `m` (conform_inputs).
+[[nodiscard]] inline input_set load_inputs(const std::string& path, const model& m) {
+  auto in = load_inputs(path);
+  conform_inputs(m, in);
+  return in;
 }
 
 /// The conventional inputs file of a model: `foo.pt` -> `foo.inputs.pt`.

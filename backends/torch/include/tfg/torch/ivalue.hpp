@@ -47,6 +47,13 @@ inline void flatten_into(const c10::IValue& v, const std::string& path, output_l
   } else if (v.isList()) {
     const auto list = v.toList();
     for (std::size_t i = 0; i < list.size(); ++i) flatten_into(list.get(i), child_path(path, i), out);
+  } else if (v.isGenericDict()) {  // values in insertion order, named by string keys
+    std::size_t i = 0;
+    for (const auto& e : v.toGenericDict()) {
+      const auto& k = e.key();
+      flatten_into(e.value(), k.isString() ? (path.empty() ? "" : path + ".") + k.toStringRef() : child_path(path, i), out);
+      ++i;
+    }
   } else if (v.isTensor()) {
     auto t = v.toTensor();
     if (t.defined()) {
@@ -67,7 +74,7 @@ inline void flatten_into(const c10::IValue& v, const std::string& path, output_l
 
 using tensor_transform = std::function<at::Tensor(const at::Tensor&)>;
 
-/// A copy of `v` whose tensors (also inside lists and tuples) are `f(t)`, or `t.clone()`
+/// A copy of `v` whose tensors (also inside lists, tuples and dict values) are `f(t)`, or `t.clone()`
 /// without `f`; so that a model mutating its inputs in place cannot leak into the next run.
 [[nodiscard]] inline c10::IValue deep_clone(const c10::IValue& v, const tensor_transform& f = {}) {
   if (v.isTensor()) {
@@ -93,6 +100,12 @@ using tensor_transform = std::function<at::Tensor(const at::Tensor&)>;
     for (const auto& e : v.toListRef()) copy.push_back(deep_clone(e, f));
     return c10::IValue(copy);
   }
+  if (v.isGenericDict()) {
+    const auto d = v.toGenericDict();
+    c10::impl::GenericDict copy(d.keyType(), d.valueType());
+    for (const auto& e : d) copy.insert(e.key(), deep_clone(e.value(), f));
+    return c10::IValue(copy);
+  }
   return v;
 }
 
@@ -112,6 +125,8 @@ void for_each_tensor(const c10::IValue& v, F&& f) {
     for (const auto& e : v.toTupleRef().elements()) for_each_tensor(e, f);
   } else if (v.isList()) {
     for (const auto& e : v.toListRef()) for_each_tensor(e, f);
+  } else if (v.isGenericDict()) {
+    for (const auto& e : v.toGenericDict()) for_each_tensor(e.value(), f);
   }
 }
 

@@ -7,5 +7,6 @@
 #include <tfg/torch/inputs.hpp>
 #include <tfg/torch/ivalue.hpp>
 #include <tfg/torch/model.hpp>
+#include <tfg/torch/pickle_compat.hpp>
 #include <tfg/torch/profile.hpp>
 #include <tfg/torch/summary.hpp>

@@ -117,7 +117,7 @@ inline void reseed_cpu_generator() {
   try {
     m = torchscript_importer().load(req.model);
     auto it = st.inputs.find(req.inputs);
-    if (it == st.inputs.end()) it = st.inputs.emplace(req.inputs, load_inputs(req.inputs)).first;
+    if (it == st.inputs.end()) it = st.inputs.emplace(req.inputs, load_inputs(req.inputs, m)).first;
     inputs = &it->second;
   } catch (const std::exception& e) {
     reply.error = clean_error(e.what());
@@ -324,7 +324,7 @@ inline void reseed_cpu_generator() {
       st.cache = {};
     }
     auto it = st.inputs.find(req.inputs);
-    if (it == st.inputs.end()) it = st.inputs.emplace(req.inputs, load_inputs(req.inputs)).first;
+    if (it == st.inputs.end()) it = st.inputs.emplace(req.inputs, load_inputs(req.inputs, *st.loaded)).first;
     const auto& inputs = it->second;
     const auto& m = *st.loaded;
     if (req.op == campaign::request_op::describe) {

@@ -1,0 +1,84 @@
+#pragma once
+/// \file
+/// The seed's own check before a campaign: op-by-op execution (tfg::torch::executor) of the
+/// imported model must reproduce TorchScript's forward of the same frozen graph bit for bit
+/// (NaN equal to NaN). Where it does not, every finding on that seed would be flowmut's own
+/// import or execution, not the framework's: `run` refuses the seed, naming the first node
+/// whose output differs.
+#include <tfg/torch/compare.hpp>
+#include <tfg/torch/execute.hpp>
+#include <tfg/torch/import.hpp>
+#include <tfg/torch/inputs.hpp>
+#include <tfg/torch/ivalue.hpp>
+
+#include <torch/csrc/jit/api/function_impl.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tfg::torch {
+
+/// "" when op-by-op execution of `m` (imported from `path`) equals TorchScript's forward on
+/// every input of `inputs`, else what differs: the first node (in execution order) whose
+/// tensor output differs, or the output. Runs in this process (as profiling does).
+[[nodiscard]] inline std::string check_seed(const model& m, const std::string& path, const input_set& inputs) {
+  auto module = load_module(path);
+  module.eval();
+  auto graph = frozen_forward_graph(module);
+  std::vector<::torch::jit::Value*> inner;  // every tensor a node produces, in node order
+  for (auto* n : graph->nodes())
+    for (auto* v : n->outputs())
+      if (v->type()->kind() == c10::TypeKind::TensorType) {
+        inner.push_back(v);
+      }
+  // One tuple output (a function returns one value): the forward's outputs, then every tensor.
+  const std::size_t n_out = graph->outputs().size();
+  std::vector<::torch::jit::Value*> all_values(graph->outputs().begin(), graph->outputs().end());
+  all_values.insert(all_values.end(), inner.begin(), inner.end());
+  auto* tuple = graph->insertNode(graph->createTuple(all_values));
+  while (!graph->outputs().empty()) graph->eraseOutput(0);
+  graph->registerOutput(tuple->output());
+  const bool has_self = !graph->inputs().empty() && graph->inputs()[0]->type()->kind() == c10::TypeKind::ClassType;
+  ::torch::jit::GraphFunction fn("tfg_seed_check", graph, nullptr);
+
+  std::map<std::string, graph::edge_id> by_name;
+  for (auto e : m.graph.edges()) by_name.emplace(m.graph.data(e).name, e);
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    executor ex(m, execute_options{});
+    const auto ours = ex.run(ivalue::deep_clone(inputs[k]));
+    ::torch::jit::Stack stack;
+    if (has_self) stack.push_back(module._ivalue());
+    for (const auto& v : ivalue::deep_clone(inputs[k])) stack.push_back(v);
+    c10::InferenceMode guard(false);
+    fn.run(stack);
+    const auto& all = stack.back().toTupleRef().elements();
+    const auto where = " (input " + std::to_string(k + 1) + ")";
+    for (std::size_t i = 0; i < inner.size(); ++i) {
+      const auto it = by_name.find(inner[i]->debugName());
+      if (it == by_name.end()) continue;  // not a value of the imported graph (folded away)
+      const auto& mine = ex.value(it->second);
+      if (!mine.isTensor()) continue;
+      if (const auto p = m.graph.producer(it->second); p != graph::no_node && is_uninitialised_op(m.graph.data(p).name()))
+        continue;  // arbitrary bytes (aten::empty*)
+      const double d = ivalue::max_abs_diff(all[n_out + i], mine);
+      if (d != 0) {
+        const auto node = m.graph.producer(it->second);
+        const std::string what = node == graph::no_node ? "input %" + inner[i]->debugName()
+                                                        : describe(m.graph, node) + ", output %" + inner[i]->debugName();
+        return what + where + ": op by op gives another value than TorchScript's forward (max abs diff " + std::to_string(d) +
+               "): a nondeterministic operator (random values) or an import defect of flowmut (please report "
+               "that); findings on this seed would not be the framework's";
+      }
+    }
+    c10::IValue theirs;
+    if (n_out == 1) theirs = all[0];
+    else theirs = c10::ivalue::Tuple::create(std::vector<c10::IValue>(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n_out)));
+    if (const double d = ivalue::max_abs_diff(theirs, ours); d != 0)
+      return "the output" + where + " differs from TorchScript's forward (max abs diff " + std::to_string(d) +
+             ") although every node agrees: please report it";
+  }
+  return "";
+}
+
+}  // namespace tfg::torch

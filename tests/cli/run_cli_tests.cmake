@@ -179,6 +179,13 @@ if(EXISTS ${WORK}/never)
   message(FATAL_ERROR "a refused seed created ${WORK}/never")
 endif()
 
+# no mutation moves data to a device this machine lacks (device_available)
+run(0 ${FLOWMUT} configs)
+if(OUT MATCHES "cuda_eager +no")
+  run(0 ${FLOWMUT} candidates ${SEED})
+  expect_match("${OUT}" "\ndevice_roundtrip +[1-9][0-9]* +0\n")
+endif()
+
 run(2 ${FLOWMUT} profile ${SEED} --threads 100000)
 run(2 ${FLOWMUT} profile ${SEED} --no-such-flag)
 run(0 ${FLOWMUT} --help)

@@ -5,6 +5,7 @@
 /// matched (one model at a time per registry).
 #include <tfg/dsl/builtins.hpp>
 #include <tfg/match/program.hpp>
+#include <tfg/torch/compat.hpp>
 #include <tfg/torch/profile.hpp>
 
 #include <torch/csrc/jit/runtime/operator.h>
@@ -68,6 +69,9 @@ inline void register_custom_op_namespaces() {
 ///  * `no_inplace_writer(tensor) -> bool`: no in-place operator in the model writes the storage
 ///    of the tensor (in the current profiling run), so reading it earlier or later, or through a
 ///    copy, sees the same values.
+///  * `device_available(device) -> bool`: this process can run on the device (cpu always;
+///    cuda when LibTorch has CUDA and sees a GPU), so a mutation never moves data to a device
+///    the configurations cannot use.
 ///  * `no_geometry_reader(tensor) -> bool`: no consumer of the tensor reads its raw geometry
 ///    (`as_strided`, `stride`, `storage_offset`, `is_contiguous`, `set_`, `data_ptr`), so moving
 ///    one consumer to an equal-valued tensor with another layout cannot change what it reads.
@@ -111,6 +115,14 @@ inline void register_custom_op_namespaces() {
     for (const auto& u : g.consumers(e))
       if (detail::reads_geometry(g.data(u.node))) return match::attr_value{false};
     return match::attr_value{true};
+  });
+  r.add("device_available", [](std::span<const match::extern_arg> args) -> std::optional<match::attr_value> {
+    if (args.size() != 1) return std::nullopt;
+    bool cuda = false;
+    if (const auto* s = std::get_if<std::string>(&args[0].value)) cuda = *s == "cuda";
+    else if (const auto* i = std::get_if<std::int64_t>(&args[0].value)) cuda = *i == static_cast<std::int64_t>(state::device_kind::cuda);
+    else return std::nullopt;
+    return match::attr_value{!cuda || compat::cuda_available()};
   });
   return r;
 }

@@ -279,6 +279,27 @@ graph(%x : Tensor, %w : Tensor):
   }
 }
 
+TEST_CASE("a mutation of a constant survives export and import: the importer folds no constant") {
+  // What an operator applied to a weight looks like once exported: an op on a tensor constant.
+  // Freezing would fold it back into a constant and the worker would run the seed instead.
+  auto g = std::make_shared<::torch::jit::Graph>();
+  auto* x = g->addInput("x");
+  x->setType(c10::TensorType::get());
+  auto* c = g->insertConstant(at::arange(3, at::kFloat));
+  auto* neg = g->insert(c10::aten::neg, {c});
+  g->registerOutput(g->insert(c10::aten::mul, {x, neg}));
+  const auto m = tt::torchscript_importer::from_graph(*g, "test.ir");
+  REQUIRE(kinds(m).count("aten::neg") == 1);
+  const auto path = (fs::temp_directory_path() / "tfg_constant_mutation.pt").string();
+  tt::save(m, path);
+  const auto again = tt::torchscript_importer().load(path);
+  CHECK(kinds(again) == kinds(m));
+  tt::executor ex(again);
+  const auto in = at::ones({3});
+  CHECK(same_value(ex.run({c10::IValue(in)}), c10::IValue(-at::arange(3, at::kFloat))));
+  fs::remove(path);
+}
+
 TEST_CASE("export writes a .pt that reloads and computes the same outputs") {
   auto m = tt::torchscript_importer().load(tiny_path);
   auto inputs = tt::load_inputs(tiny_inputs);

@@ -240,8 +240,24 @@ class graph_translator {
 
 /// Freezes `module` without numeric folding (conv-bn folding would change values and hide the
 /// seed's own operators) and returns the inlined forward graph.
+///
+/// A module whose inlined forward reads no attribute (what export writes: every tensor a
+/// constant) is not frozen: freezing runs constant propagation, which would fold a mutation of a
+/// constant (an identity view of a weight, a value injected into a bias) back into a constant,
+/// so the mutant would execute as its seed.
 [[nodiscard]] inline std::shared_ptr<::torch::jit::Graph> frozen_forward_graph(::torch::jit::Module module) {
   module.eval();
+  {
+    auto graph = module.get_method("forward").graph()->copy();
+    ::torch::jit::Inline(*graph);
+    bool reads_attributes = false;
+    for (const auto* n : graph->nodes())
+      if (n->kind() == c10::prim::GetAttr || n->kind() == c10::prim::SetAttr || n->kind() == c10::prim::CallMethod) {
+        reads_attributes = true;
+        break;
+      }
+    if (!reads_attributes && (graph->inputs().empty() || !graph->inputs()[0]->hasUses())) return graph;
+  }
   auto frozen = ::torch::jit::freeze_module(module);
   auto graph = frozen.get_method("forward").graph()->copy();
   ::torch::jit::Inline(*graph);

@@ -178,7 +178,8 @@ int run_campaign_command(run_args a, const std::string& self_exe) {
   campaign_type c(backend, o, std::move(policy));
   std::signal(SIGINT, &on_signal);
   std::signal(SIGTERM, &on_signal);
-  std::fprintf(stderr, "flowmut run %s -> %s  (policy %s, seed %llu, %zu rounds%s)\n", a.model.c_str(), a.out.c_str(),
+  std::fprintf(stderr, "flowmut run %s -> %s  (policy %s, seed %llu, %zu rounds%s)\n",
+               a.model.empty() ? "(the campaign's seed)" : a.model.c_str(), a.out.c_str(),
                o.policy_name.c_str(), static_cast<unsigned long long>(a.seed), a.rounds, a.resume ? ", resumed" : "");
   auto last_print = std::chrono::steady_clock::now();
   std::size_t last_findings = 0;

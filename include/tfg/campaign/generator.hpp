@@ -112,13 +112,21 @@ class generator {
   /// `backend` must outlive the generator.
   generator(Backend& backend, generator_options opt, Policy policy)
       : b_(backend), opt_(std::move(opt)), policy_(std::move(policy)) {
-    pool_ = match::load_pool(opt_.op_dirs, symbols_, b_.externs());
-    if (!pool_.ok()) {
-      std::string msg = std::to_string(pool_.errors) + " error(s) in the operator files:\n";
-      for (const auto& d : pool_.diagnostics) msg += d;
+    pool_ = load_pool(opt_.op_dirs, symbols_, b_);
+    rng_.seed(opt_.seed);
+  }
+
+  /// The operator pool of `dirs` with `backend`'s externs; throws std::runtime_error with the
+  /// diagnostics when it has errors.
+  static match::pool load_pool(const std::vector<std::filesystem::path>& dirs, match::symbol_table& symbols,
+                               Backend& backend) {
+    auto pool = match::load_pool(dirs, symbols, backend.externs());
+    if (!pool.ok()) {
+      std::string msg = std::to_string(pool.errors) + " error(s) in the operator files:\n";
+      for (const auto& d : pool.diagnostics) msg += d;
       throw std::runtime_error(msg);
     }
-    rng_.seed(opt_.seed);
+    return pool;
   }
   generator(const generator&) = delete;
   generator& operator=(const generator&) = delete;

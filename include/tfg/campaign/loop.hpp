@@ -382,8 +382,7 @@ class loop {
 
   void setup() {
     validate_options();
-    nlohmann::json stored;
-    if (opt_.resume) restore_settings(stored);
+    if (opt_.resume) restore_settings();
     // The operator pool and the seed load before the folder is touched: a failure leaves nothing.
     if (opt_.resume) make_generator();
     else check_pool();
@@ -481,10 +480,10 @@ class loop {
 
   /// Resume: the stored settings replace the given ones and the operator pool is the
   /// campaign's own copy (campaigns started before settings were stored keep the given ones).
-  void restore_settings(nlohmann::json& stored) {
-    auto st = stored_settings(opt_.out_dir);
+  void restore_settings() {
+    const auto st = stored_settings(opt_.out_dir);
     if (!st) return;
-    stored = std::move(*st);
+    const auto& stored = *st;
     const auto policy = stored.value("policy_name", opt_.policy_name);
     if (policy != opt_.policy_name)
       throw std::invalid_argument(opt_.out_dir.string() + " runs policy " + policy + ", not " + opt_.policy_name +
@@ -496,14 +495,11 @@ class loop {
     }
   }
 
-  /// The pool's diagnostics as one error, or nothing (before the folder is touched).
+  /// Throws the pool's diagnostics as one error (before the folder is touched; the generator
+  /// loads the campaign's copy of the pool once it exists).
   void check_pool() {
     match::symbol_table symbols;
-    const auto pool = match::load_pool(opt_.op_dirs, symbols, b_.externs());
-    if (pool.ok()) return;
-    std::string msg = std::to_string(pool.errors) + " error(s) in the operator files:\n";
-    for (const auto& d : pool.diagnostics) msg += d;
-    throw std::runtime_error(msg);
+    (void)generator_type::load_pool(opt_.op_dirs, symbols, b_);
   }
 
   void make_generator() {

@@ -29,9 +29,7 @@ namespace tfg::torch {
   std::vector<::torch::jit::Value*> inner;  // every tensor a node produces, in node order
   for (auto* n : graph->nodes())
     for (auto* v : n->outputs())
-      if (v->type()->kind() == c10::TypeKind::TensorType) {
-        inner.push_back(v);
-      }
+      if (v->type()->kind() == c10::TypeKind::TensorType) inner.push_back(v);
   // One tuple output (a function returns one value): the forward's outputs, then every tensor.
   const std::size_t n_out = graph->outputs().size();
   std::vector<::torch::jit::Value*> all_values(graph->outputs().begin(), graph->outputs().end());
@@ -59,11 +57,10 @@ namespace tfg::torch {
       if (it == by_name.end()) continue;  // not a value of the imported graph (folded away)
       const auto& mine = ex.value(it->second);
       if (!mine.isTensor()) continue;
-      if (const auto p = m.graph.producer(it->second); p != graph::no_node && is_uninitialised_op(m.graph.data(p).name()))
-        continue;  // arbitrary bytes (aten::empty*)
+      const auto node = m.graph.producer(it->second);
+      if (node != graph::no_node && is_uninitialised_op(m.graph.data(node).name())) continue;  // arbitrary bytes
       const double d = ivalue::max_abs_diff(all[n_out + i], mine);
       if (d != 0) {
-        const auto node = m.graph.producer(it->second);
         const std::string what = node == graph::no_node ? "input %" + inner[i]->debugName()
                                                         : describe(m.graph, node) + ", output %" + inner[i]->debugName();
         return what + where + ": op by op gives another value than TorchScript's forward (max abs diff " + std::to_string(d) +

@@ -6,6 +6,9 @@
 
 #include <csignal>
 
+// Its own namespace: the suite is a unity build (tests/CMakeLists.txt).
+namespace tfg_test_campaign_judge {
+
 using namespace tfg::campaign;
 using tfg::oracle::finding_kind;
 using tfg::oracle::verdict_kind;
@@ -140,3 +143,5 @@ TEST_CASE("judge: round verdict names round-trip") {
   CHECK(is_executed(round_verdict::illegal));
   CHECK(!is_executed(round_verdict::rejected));
 }
+
+}  // namespace tfg_test_campaign_judge

@@ -9,6 +9,9 @@
 #include <cmath>
 #include <string>
 
+// Its own namespace: the suite is a unity build (tests/CMakeLists.txt).
+namespace tfg_test_campaign_localise {
+
 using namespace tfg::campaign;
 
 namespace {
@@ -132,3 +135,5 @@ TEST_CASE("localise: skeleton graphs keep the worker's positions and reject malf
   bad.nodes[2].inputs = {{3, 0}};  // reads a later node
   CHECK_THROWS_AS((void)build_graph(bad), std::invalid_argument);
 }
+
+}  // namespace tfg_test_campaign_localise

@@ -19,6 +19,9 @@
 
 #include "tfg/campaign/stack.hpp"
 
+// Its own namespace: the suite is a unity build (tests/CMakeLists.txt).
+namespace tfg_test_campaign_process {
+
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using tfg::campaign::exchange_result;
@@ -339,3 +342,5 @@ TEST_CASE("stack: demangled names lose parameters, qualifiers and return types")
   CHECK(tfg::campaign::signal_name(SIGABRT) == "SIGABRT");
   CHECK(tfg::campaign::signal_name(77) == "signal 77");
 }
+
+}  // namespace tfg_test_campaign_process

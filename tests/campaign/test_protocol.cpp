@@ -7,6 +7,9 @@
 #include <cmath>
 #include <limits>
 
+// Its own namespace: the suite is a unity build (tests/CMakeLists.txt).
+namespace tfg_test_campaign_protocol {
+
 using namespace tfg::campaign;
 
 TEST_CASE("protocol: a run request round-trips through its line") {
@@ -96,3 +99,5 @@ TEST_CASE("protocol: a failed load keeps its error; an unknown verdict kind is a
   REQUIRE(!bad);
   CHECK(bad.error().find("sideways") != std::string::npos);
 }
+
+}  // namespace tfg_test_campaign_protocol

@@ -6,6 +6,9 @@
 
 #include "tfg/campaign/reward.hpp"  // first: the header must compile on its own
 
+// Its own namespace: the suite is a unity build (tests/CMakeLists.txt).
+namespace tfg_test_campaign_reward {
+
 using tfg::campaign::novelty;
 using tfg::campaign::trace_novelty;
 using trace = std::vector<std::string>;
@@ -87,3 +90,5 @@ TEST_CASE("reward: json round trip gives the same history") {
   bad["transitions"].push_back({0, 99});
   CHECK_THROWS_AS(trace_novelty::from_json(bad), std::invalid_argument);
 }
+
+}  // namespace tfg_test_campaign_reward

@@ -16,6 +16,9 @@
 
 #include "tfg/campaign/store.hpp"  // first: the header must compile on its own
 
+// Its own namespace: the suite is a unity build (tests/CMakeLists.txt).
+namespace tfg_test_campaign_store {
+
 namespace fs = std::filesystem;
 using tfg::campaign::finding_row;
 using tfg::campaign::round_record;
@@ -338,3 +341,5 @@ TEST_CASE("store: findings committed before a SIGKILL are all present after reop
   CHECK(s.add_finding(sample_sig("aten::after_kill"), 0, "x", "y"));
   fs::remove_all(d);
 }
+
+}  // namespace tfg_test_campaign_store

@@ -17,6 +17,9 @@
 #include "tfg/dsl/error_codes.hpp"
 #include "tfg/dsl/parse.hpp"
 
+// Its own namespace: the suite is a unity build (tests/CMakeLists.txt).
+namespace tfg_test_dsl_must_fail {
+
 namespace {
 
 struct expectation {
@@ -168,3 +171,5 @@ TEST_CASE("dsl/spec.md documents every error code") {
     CHECK(spec.find("| " + std::string(info.code) + " |") != std::string::npos);
   }
 }
+
+}  // namespace tfg_test_dsl_must_fail

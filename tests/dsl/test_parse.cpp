@@ -13,6 +13,9 @@
 #include "tfg/dsl/builtins.hpp"
 #include "tfg/dsl/parse.hpp"
 
+// Its own namespace: the suite is a unity build (tests/CMakeLists.txt).
+namespace tfg_test_dsl_parse {
+
 namespace dsl = tfg::dsl;
 
 namespace {
@@ -586,3 +589,5 @@ TEST_CASE("columns count code points at the end of a long line") {
   CHECK(at.line == 2);
   CHECK(at.col == 3 + 500 + 1 + 1);  // "// ", the 500 code points, the blank, then x
 }
+
+}  // namespace tfg_test_dsl_parse

@@ -7,6 +7,9 @@
 #include <string>
 #include <vector>
 
+// Its own namespace: the suite is a unity build (tests/CMakeLists.txt).
+namespace tfg_test_graph_order_keys {
+
 namespace {
 
 using graph_t = tfg::graph::flow_graph<std::string, int>;
@@ -78,3 +81,5 @@ TEST_CASE("a replacement runs where the removed node ran; repeated insertions ke
   CHECK(names[1] == "b");
   CHECK(names[2] == "c");
 }
+
+}  // namespace tfg_test_graph_order_keys

@@ -13,6 +13,9 @@
 #include "graph_test_util.hpp"
 #include "tfg/graph.hpp"
 
+// Its own namespace: the suite is a unity build (tests/CMakeLists.txt).
+namespace tfg_test_graph_rewrite {
+
 namespace {
 
 using namespace tfg::graph;
@@ -600,3 +603,5 @@ TEST_CASE("fuzz: random transactions on random DAGs keep the graph valid") {
 }
 
 }  // namespace
+
+}  // namespace tfg_test_graph_rewrite

@@ -8,6 +8,9 @@
 #include "mock_graph.hpp"
 #include "tfg/graph.hpp"
 
+// Its own namespace: the suite is a unity build (tests/CMakeLists.txt).
+namespace tfg_test_graph_writers {
+
 namespace {
 
 using namespace tfg::graph;
@@ -141,3 +144,5 @@ TEST_CASE("json_quote escapes quotes, backslashes and control characters") {
 }
 
 }  // namespace
+
+}  // namespace tfg_test_graph_writers

@@ -8,6 +8,9 @@
 
 #include "match_test_util.hpp"
 
+// Its own namespace: the suite is a unity build (tests/CMakeLists.txt).
+namespace tfg_test_match_builtins {
+
 using namespace tfg_match_test;
 using state::dtype;
 
@@ -183,3 +186,5 @@ TEST_CASE("match builtins: deferred output conditions read replacement states fr
   pr.p.runs[0] = m.profile(x).runs[0];  // same storage as %x
   CHECK(match::evaluate_deferred(op, m, b, pr, ws) == match::reject_stage::output);
 }
+
+}  // namespace tfg_test_match_builtins

@@ -11,6 +11,9 @@
 #include "match_test_util.hpp"
 #include "tfg/match/pool.hpp"
 
+// Its own namespace: the suite is a unity build (tests/CMakeLists.txt).
+namespace tfg_test_match_examples {
+
 using namespace tfg_match_test;
 
 namespace {
@@ -59,3 +62,5 @@ TEST_CASE("match: the operator pool loads and the reference operators' examples 
   MESSAGE("pool: " << pool.operators.size() << " operators from " << pool.files << " files; examples agreeing at the "
                    << "match level: " << agree << " / " << examples << " (" << skipped << " deferred to the probe)");
 }
+
+}  // namespace tfg_test_match_examples

@@ -6,6 +6,9 @@
 
 #include "match_test_util.hpp"
 
+// Its own namespace: the suite is a unity build (tests/CMakeLists.txt).
+namespace tfg_test_match_pattern {
+
 using namespace tfg_match_test;
 using state::dtype;
 
@@ -280,3 +283,5 @@ TEST_CASE("match: construct with explicit parameter values instead of a sample")
   CHECK(no.candidates.empty());
   CHECK(no.total[match::reject_stage::input] == edges);
 }
+
+}  // namespace tfg_test_match_pattern

@@ -13,6 +13,9 @@
 #include "match_test_util.hpp"
 #include "tfg/match/pool.hpp"
 
+// Its own namespace: the suite is a unity build (tests/CMakeLists.txt).
+namespace tfg_test_match_pool {
+
 using namespace tfg_match_test;
 namespace fs = std::filesystem;
 
@@ -74,3 +77,5 @@ TEST_CASE("pool: an empty folder or a header-only file declares nothing: E049") 
   CHECK(header.files == 1);
   CHECK(mentions(header, "error[E049]"));
 }
+
+}  // namespace tfg_test_match_pool

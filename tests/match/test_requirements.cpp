@@ -9,6 +9,9 @@
 #include "match_test_util.hpp"
 #include "tfg/match/pool.hpp"
 
+// Its own namespace: the suite is a unity build (tests/CMakeLists.txt).
+namespace tfg_test_match_requirements {
+
 using namespace tfg_match_test;
 using state::dtype;
 
@@ -216,3 +219,5 @@ TEST_CASE("requirements: the bundled requirement files state NaN rules for the p
   CHECK(r.count("aten::where") == 0);  // selects: a NaN may legitimately not be chosen
   CHECK(r.count("aten::pow") == 0);    // pow(NaN, 0) = 1
 }
+
+}  // namespace tfg_test_match_requirements

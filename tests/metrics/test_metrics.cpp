@@ -6,6 +6,9 @@
 #include <cstdint>
 #include <vector>
 
+// Its own namespace: the suite is a unity build (tests/CMakeLists.txt).
+namespace tfg_test_metrics_metrics {
+
 namespace m = tfg::metrics;
 
 namespace {
@@ -201,3 +204,5 @@ TEST_CASE("metrics: json round trip restores every metric") {
   const auto snap = m::to_json(a);
   CHECK(snap.at("signatures") == a.signatures);
 }
+
+}  // namespace tfg_test_metrics_metrics

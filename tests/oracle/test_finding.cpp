@@ -5,6 +5,9 @@
 
 #include "tfg/oracle/finding.hpp"  // first: the header must compile on its own
 
+// Its own namespace: the suite is a unity build (tests/CMakeLists.txt).
+namespace tfg_test_oracle_finding {
+
 using tfg::oracle::finding_kind;
 using tfg::oracle::finding_signature;
 using tfg::oracle::normalise_message;
@@ -143,3 +146,5 @@ TEST_CASE("finding: crash and exception titles") {
   CHECK(e.title().size() <= 160);
   CHECK(e.title().find('\n') == std::string::npos);
 }
+
+}  // namespace tfg_test_oracle_finding

@@ -7,6 +7,9 @@
 
 #include <map>
 
+// Its own namespace: the suite is a unity build (tests/CMakeLists.txt).
+namespace tfg_test_oracle_nan_propagation {
+
 using namespace tfg;
 
 namespace {
@@ -72,3 +75,5 @@ TEST_CASE("nan propagation: elementwise, preserve and any rules over F(e) counts
   CHECK(v[2].message.find("propagates nan any") != std::string::npos);
   CHECK(f.check({}).empty());
 }
+
+}  // namespace tfg_test_oracle_nan_propagation

@@ -6,6 +6,9 @@
 
 #include "tfg/select/features.hpp"
 
+// Its own namespace: the suite is a unity build (tests/CMakeLists.txt).
+namespace tfg_test_select_features {
+
 using namespace tfg::select;
 
 TEST_CASE("select/features: d(B) of hand-made sets") {
@@ -106,3 +109,5 @@ TEST_CASE("select/features: ablation masks zero the right features") {
   ablation::impact_only().apply(cs);
   CHECK(cs[1] == context{{0.0, 0.0, 0.0, 0.4, 0.5}});
 }
+
+}  // namespace tfg_test_select_features

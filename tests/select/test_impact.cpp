@@ -7,6 +7,9 @@
 #include "tfg/graph/flow_graph.hpp"
 #include "tfg/select/impact.hpp"
 
+// Its own namespace: the suite is a unity build (tests/CMakeLists.txt).
+namespace tfg_test_select_impact {
+
 using tfg::graph::edge_id;
 using tfg::graph::node_id;
 using graph_t = tfg::graph::flow_graph<int, int>;
@@ -85,3 +88,5 @@ TEST_CASE("select/impact: matches flow_graph::downstream on random DAGs") {
     }
   }
 }
+
+}  // namespace tfg_test_select_impact

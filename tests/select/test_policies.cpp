@@ -13,6 +13,9 @@
 
 #include "tfg/select/policies.hpp"
 
+// Its own namespace: the suite is a unity build (tests/CMakeLists.txt).
+namespace tfg_test_select_policies {
+
 using namespace tfg::select;
 
 namespace {
@@ -306,3 +309,5 @@ TEST_CASE("select/one_shot: each arm once in round-robin order, then random") {
   CHECK(ordered.select(cs, arms, r) == 0);
   CHECK(ordered.select(cs, arms, r) == 3);
 }
+
+}  // namespace tfg_test_select_policies

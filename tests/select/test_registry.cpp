@@ -6,6 +6,9 @@
 
 #include <vector>
 
+// Its own namespace: the suite is a unity build (tests/CMakeLists.txt).
+namespace tfg_test_select_registry {
+
 using namespace tfg::select;
 
 TEST_CASE("registry: every listed name makes a policy; others are refused with the list") {
@@ -39,3 +42,5 @@ TEST_CASE("registry: any_policy chooses what the policy it holds chooses") {
     erased.update(xs[b], arms[b], reward);
   }
 }
+
+}  // namespace tfg_test_select_registry

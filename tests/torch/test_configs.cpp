@@ -19,6 +19,9 @@
 #include <map>
 #include <set>
 
+// Its own namespace: the suite is a unity build (tests/CMakeLists.txt).
+namespace tfg_test_torch_configs {
+
 namespace {
 
 namespace tt = tfg::torch;
@@ -472,3 +475,5 @@ TEST_CASE("config zoo calibration: seed-level false alarms per (k, floor) choice
     std::printf("\n");
   }
 }
+
+}  // namespace tfg_test_torch_configs

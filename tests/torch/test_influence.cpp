@@ -17,6 +17,9 @@
 #include <string>
 #include <vector>
 
+// Its own namespace: the suite is a unity build (tests/CMakeLists.txt).
+namespace tfg_test_torch_influence {
+
 namespace {
 
 namespace tt = tfg::torch;
@@ -330,3 +333,5 @@ TEST_CASE("zoo influence: forced perturbation timing on resnet18 and vit (build/
                  << ratio << " over " << a.size() << " edges");
   }
 }
+
+}  // namespace tfg_test_torch_influence

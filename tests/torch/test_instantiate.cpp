@@ -4,6 +4,9 @@
 
 #include <doctest/doctest.h>
 
+// Its own namespace: the suite is a unity build (tests/CMakeLists.txt).
+namespace tfg_test_torch_instantiate {
+
 namespace {
 namespace tt = tfg::torch;
 namespace graph = tfg::graph;
@@ -89,3 +92,5 @@ TEST_CASE("a built node committed into the default seed runs, exports and keeps 
   auto rl = reloaded.forward(inputs[0]).toTupleRef().elements();
   for (std::size_t i = 0; i < a.size(); ++i) CHECK(at::equal(a[i].toTensor(), rl[i].toTensor()));
 }
+
+}  // namespace tfg_test_torch_instantiate

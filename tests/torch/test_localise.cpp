@@ -17,6 +17,9 @@
 #include <sstream>
 #include <string>
 
+// Its own namespace: the suite is a unity build (tests/CMakeLists.txt).
+namespace tfg_test_torch_localise {
+
 namespace {
 
 namespace tt = tfg::torch;
@@ -181,3 +184,5 @@ graph(%x : Tensor):
   const auto unrounded = x.sin();
   CHECK((f64.outputs[0][0].value.toTensor() - unrounded).abs().max().item<double>() > 1e-4);
 }
+
+}  // namespace tfg_test_torch_localise

@@ -6,6 +6,9 @@
 
 #include <algorithm>
 
+// Its own namespace: the suite is a unity build (tests/CMakeLists.txt).
+namespace tfg_test_torch_match_adapter {
+
 namespace {
 namespace tt = tfg::torch;
 namespace graph = tfg::graph;
@@ -46,3 +49,5 @@ TEST_CASE("torch_match_adapter: kinds, symbols, argument views and F(e)") {
   CHECK(saw_conv);
   CHECK(saw_dynamic_list);  // sizes computed at run time (aten::size) feeding a view
 }
+
+}  // namespace tfg_test_torch_match_adapter

@@ -12,6 +12,9 @@
 #include <string>
 #include <vector>
 
+// Its own namespace: the suite is a unity build (tests/CMakeLists.txt).
+namespace tfg_test_torch_observe {
+
 namespace {
 
 namespace tt = tfg::torch;
@@ -166,3 +169,4 @@ TEST_CASE("observe: a model with an extra operator kind raises API coverage") {
   CHECK(c.lsc >= a.lsc);
 }
 
+}  // namespace tfg_test_torch_observe

@@ -13,6 +13,9 @@
 #include <set>
 #include <sstream>
 
+// Its own namespace: the suite is a unity build (tests/CMakeLists.txt).
+namespace tfg_test_torch_operator_examples {
+
 namespace {
 namespace fs = std::filesystem;
 namespace tt = tfg::torch;
@@ -97,3 +100,5 @@ TEST_CASE("operator examples: every example matches or is rejected as declared")
   MESSAGE(passed << " of " << total << " examples behave as declared (" << skipped << " skipped for want of CUDA), "
                  << failed_known.size() << " known failures");
 }
+
+}  // namespace tfg_test_torch_operator_examples

@@ -11,6 +11,9 @@
 #include <map>
 #include <set>
 
+// Its own namespace: the suite is a unity build (tests/CMakeLists.txt).
+namespace tfg_test_torch_torch_backend {
+
 namespace {
 
 namespace graph = tfg::graph;
@@ -313,3 +316,5 @@ TEST_CASE("export writes a .pt that reloads and computes the same outputs") {
   CHECK(kinds(again) == kinds(m));
   CHECK(again.graph.edge_count() == m.graph.edge_count());
 }
+
+}  // namespace tfg_test_torch_torch_backend

@@ -13,6 +13,9 @@
 #include <iostream>
 #include <regex>
 
+// Its own namespace: the suite is a unity build (tests/CMakeLists.txt).
+namespace tfg_test_torch_zoo {
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -74,3 +77,5 @@ TEST_CASE("zoo: every seed imports, runs op by op equal to forward, profiles and
               << " edges, op-by-op diff " << worst << ", round-trip diff " << rt << "\n";
   }
 }
+
+}  // namespace tfg_test_torch_zoo

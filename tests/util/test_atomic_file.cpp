@@ -9,6 +9,9 @@
 
 #include "tfg/util/atomic_file.hpp"  // first: the header must compile on its own
 
+// Its own namespace: the suite is a unity build (tests/CMakeLists.txt).
+namespace tfg_test_util_atomic_file {
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -76,3 +79,5 @@ TEST_CASE("atomic: publish_directory_atomic moves staging into place, old result
   CHECK(entries(d) == 1);
   fs::remove_all(d);
 }
+
+}  // namespace tfg_test_util_atomic_file

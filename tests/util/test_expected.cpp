@@ -7,6 +7,9 @@
 
 #include "tfg/util/expected.hpp"
 
+// Its own namespace: the suite is a unity build (tests/CMakeLists.txt).
+namespace tfg_test_util_expected {
+
 namespace {
 
 tfg::expected<int, std::string> parse_digit(char c) {
@@ -49,3 +52,5 @@ TEST_CASE("expected: same value and error type, move-only values, operator->") {
 }
 
 }  // namespace
+
+}  // namespace tfg_test_util_expected

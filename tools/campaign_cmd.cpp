@@ -225,6 +225,22 @@ int run_campaign_command(run_args a, const std::string& self_exe) {
     std::printf("interrupted after round %zu; continue with --resume\n", c.progress().round);
     return 130;
   }
+  // Reduction, reproducers and issue drafts of the findings, within the budget (docs/reproducers.md).
+  if (a.reduce_budget_s > 0 && all.size() > flaky) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<long long>(a.reduce_budget_s * 1000));
+    std::printf("\nreducing the findings (budget %.0f s):\n", a.reduce_budget_s);
+    for (const auto& f : all) {
+      if (f.status == "flaky") continue;
+      const double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+      if (left <= 0 || g_interrupted) {
+        std::printf("budget spent: the other findings are not reduced (flowmut reduce DIR/findings/ID)\n");
+        break;
+      }
+      std::fflush(stdout);
+      (void)run_reduce_command((fs::path(a.out) / "findings" / f.id).string(), self_exe, a.timeout_s,
+                               a.rss_limit_mb > 0 ? a.rss_limit_mb : 8192, default_python(), true, left);
+    }
+  }
   return 0;
 }
 

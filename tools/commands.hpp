@@ -27,6 +27,7 @@ struct run_args {
   std::size_t return_every = 25;
   bool no_localise = false;
   std::vector<std::string> shapes;  // --shape: random inputs of these shapes
+  double reduce_budget_s = 0;       // --reduce-budget: reduce the campaign's findings after it, within S seconds
   std::set<std::string> given;  // long names of the options given on the command line
 };
 
@@ -48,4 +49,8 @@ int run_worker_command(const std::string& dir);
 int run_summary_command(const std::string& dir);
 int run_repro_command(const std::string& dir, const std::string& self_exe, int timeout_s, std::int64_t rss_limit_mb,
                       const std::vector<std::string>& op_dirs);
+int run_reduce_command(const std::string& dir, const std::string& self_exe, int timeout_s, std::int64_t rss_limit_mb,
+                       const std::string& python, bool run_repro, double budget_s = 0);
+/// The Python that runs repro.py: $TFG_PYTHON, else /usr/bin/python3 (Debian's, with torch), else python3.
+std::string default_python();
 std::vector<std::string> default_operator_dirs(const std::vector<std::string>& given);

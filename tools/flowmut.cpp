@@ -352,6 +352,9 @@ int main(int argc, char** argv) {
   run->add_option("--return-every", ra.return_every, "every N rounds continue from the next corpus member (0: never)")
       ->default_val(25)->check(count_range);
   run->add_flag("--no-localise", ra.no_localise, "attribute findings to the mutation instead of localising them");
+  run->add_option("--reduce-budget", ra.reduce_budget_s,
+                  "after the campaign, reduce its findings and write repro.py and issue.md, within S seconds (0: off)")
+      ->default_val(0)->check(CLI::Range(0.0, 1e7));
 
   compare_args ca;
   auto* cmp = app.add_subcommand("compare", "run several policies on the same seeds and print a Table-7-like comparison");
@@ -378,6 +381,18 @@ int main(int argc, char** argv) {
   repro->add_option("--rss-limit-mb", repro_rss_mb, "worker memory limit")->default_val(8192);
   std::vector<std::string> repro_ops;
   repro->add_option("--ops", repro_ops, "operator folders (their requirement files give the NaN-propagation rules)");
+
+  std::string reduce_dir;
+  int reduce_timeout = 60;
+  std::int64_t reduce_rss_mb = 8192;
+  std::string reduce_python = default_python();
+  bool reduce_no_run = false;
+  auto* reduce = app.add_subcommand("reduce", "reduce a finding to its operator's window, write repro.py and issue.md");
+  reduce->add_option("dir", reduce_dir, "finding folder (CAMPAIGN/findings/ID)")->required()->check(CLI::ExistingDirectory);
+  reduce->add_option("--timeout", reduce_timeout, "seconds per try before it counts as a hang")->default_val(60)->check(CLI::Range(1, 86400));
+  reduce->add_option("--rss-limit-mb", reduce_rss_mb, "worker memory limit")->default_val(8192);
+  reduce->add_option("--python", reduce_python, "the Python with torch that runs repro.py (default /usr/bin/python3, or $TFG_PYTHON)");
+  reduce->add_flag("--no-run", reduce_no_run, "write repro.py without running it");
 
   std::string worker_dir;
   auto* worker = app.add_subcommand("worker", "(internal) serve execution requests from a supervising campaign");
@@ -409,6 +424,8 @@ int main(int argc, char** argv) {
     if (*worker) return run_worker_command(worker_dir);
     if (*summary) return run_summary_command(summary_dir);
     if (*repro) return run_repro_command(repro_dir, self_exe, repro_timeout, repro_rss_mb, repro_ops);
+    if (*reduce)
+      return run_reduce_command(reduce_dir, self_exe, reduce_timeout, reduce_rss_mb, reduce_python, !reduce_no_run, 0);
     if (*cmp) return run_compare_command(ca, self_exe);
     if (*run) {
       if (ra.model.empty() && !ra.resume) {

@@ -1,0 +1,354 @@
+#pragma once
+/// Graph reduction of a finding (`flowmut reduce`): the localised operator's *window* — the
+/// operator and its producers up to some depth — as a model of its own whose graph inputs are
+/// the values that flowed into the window from outside, recorded on the finding's inputs.
+///
+///  - `locate_culprit(m, position, op)`: the node a finding's localisation names.
+///  - `window_of(m, culprit, depth)`: the nodes of the window (constants feeding it included).
+///  - `window_model(m, window)`: the window as a model; `boundary` lists, per new graph
+///    input, the original edge it stands for.
+///  - `record_boundary(m, inputs, boundary)`: those edges' values on every input of `inputs`
+///    (op by op, each value copied when produced, before a later in-place operator writes it).
+///  - `reduce_finding(dir, worker, ...)`: grows the window (depth 0, 1, 2, 3, 4, 6, 8, ...) until
+///    it reproduces the finding's signature in a fresh worker (campaign::replay), checkpointing
+///    each try in `dir/reduce/progress.json`; the first that does is `dir/reduced/`.
+#include <tfg/campaign/replay.hpp>
+#include <tfg/torch/backend.hpp>
+#include <tfg/torch/execute.hpp>
+#include <tfg/torch/ivalue.hpp>
+#include <tfg/torch/inputs.hpp>
+#include <tfg/torch/model.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tfg::torch {
+
+/// The node at `position` of `m`'s execution order when its kind is `op`; else the node of kind
+/// `op` nearest to that position; nullopt when `m` has none.
+[[nodiscard]] inline std::optional<graph::node_id> locate_culprit(const model& m, std::size_t position, std::string_view op) {
+  const auto order = m.graph.topological_order();
+  std::optional<graph::node_id> best;
+  std::size_t best_distance = static_cast<std::size_t>(-1);
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    if (m.graph.data(order[i]).name() != op) continue;
+    const std::size_t d = i > position ? i - position : position - i;
+    if (d < best_distance) best_distance = d, best = order[i];
+  }
+  return best;
+}
+
+/// A window: membership flags indexed by node, and how many non-constant nodes it holds.
+struct window {
+  std::vector<char> member;
+  std::size_t nodes = 0;        ///< operators (tensor constants not counted)
+  bool whole_cone = false;      ///< growing it further adds nothing
+};
+
+namespace reduce_detail {
+[[nodiscard]] inline bool is_constant_node(const model& m, graph::node_id n) {
+  return m.graph.inputs(n).empty() && m.graph.data(n).kind == c10::prim::Constant;
+}
+}  // namespace reduce_detail
+
+/// `culprit` and every producer at most `depth` edges upstream of it, plus the tensor
+/// constants (prim::Constant nodes) any of them reads.
+[[nodiscard]] inline window window_of(const model& m, graph::node_id culprit, std::size_t depth) {
+  const auto& g = m.graph;
+  window w;
+  w.member.assign(g.node_capacity(), 0);
+  w.member[graph::index(culprit)] = 1;
+  std::vector<graph::node_id> frontier{culprit}, next;
+  for (std::size_t d = 0; d < depth && !frontier.empty(); ++d) {
+    next.clear();
+    for (auto n : frontier)
+      for (auto e : g.inputs(n))
+        if (auto p = g.producer(e); p != graph::no_node && !w.member[graph::index(p)]) {
+          w.member[graph::index(p)] = 1;
+          next.push_back(p);
+        }
+    frontier.swap(next);
+  }
+  // Does the frontier still have producers outside? (Then a deeper window differs.)
+  w.whole_cone = true;
+  for (auto n : frontier)
+    for (auto e : g.inputs(n))
+      if (auto p = g.producer(e); p != graph::no_node && !w.member[graph::index(p)] && !reduce_detail::is_constant_node(m, p))
+        w.whole_cone = false;
+  for (auto n : g.topological_order()) {
+    if (!w.member[graph::index(n)]) continue;
+    if (!reduce_detail::is_constant_node(m, n)) ++w.nodes;
+    for (auto e : g.inputs(n))
+      if (auto p = g.producer(e); p != graph::no_node && reduce_detail::is_constant_node(m, p))
+        w.member[graph::index(p)] = 1;
+  }
+  return w;
+}
+
+/// The number of operators (tensor constants not counted) of `m`.
+[[nodiscard]] inline std::size_t operator_count(const model& m) {
+  std::size_t n = 0;
+  for (auto node : m.graph.topological_order())
+    if (!reduce_detail::is_constant_node(m, node)) ++n;
+  return n;
+}
+
+struct window_result {
+  model reduced;
+  std::vector<graph::edge_id> boundary;  ///< per graph input of `reduced`: the edge of the original
+};
+
+/// The window as a model: node order kept, every edge read from outside the window a graph
+/// input (in order of first use), the culprit's outputs its outputs (one: the value, several:
+/// a tuple).
+[[nodiscard]] inline window_result window_model(const model& m, const window& w, graph::node_id culprit) {
+  const auto& g = m.graph;
+  window_result out;
+  out.reduced.source = m.source + " (reduced)";
+  std::vector<graph::edge_id> map(g.edge_capacity(), graph::no_edge);
+  const auto order = g.topological_order();
+  for (auto n : order) {
+    if (!w.member[graph::index(n)]) continue;
+    for (auto e : g.inputs(n)) {
+      const auto p = g.producer(e);
+      if ((p != graph::no_node && w.member[graph::index(p)]) || map[graph::index(e)] != graph::no_edge) continue;
+      auto data = g.data(e);
+      map[graph::index(e)] = out.reduced.graph.add_input(data);
+      out.boundary.push_back(e);
+      out.reduced.input_names.push_back(data.name.empty() ? "x" + std::to_string(out.boundary.size() - 1) : data.name);
+    }
+  }
+  for (auto n : order) {
+    if (!w.member[graph::index(n)]) continue;
+    std::vector<graph::edge_id> ins;
+    for (auto e : g.inputs(n)) ins.push_back(map[graph::index(e)]);
+    std::vector<edge_data> outs;
+    for (auto e : g.outputs(n)) outs.push_back(g.data(e));
+    const auto nn = out.reduced.graph.add_node(g.data(n), ins, std::move(outs));
+    const auto new_outs = out.reduced.graph.outputs(nn);
+    const auto old_outs = g.outputs(n);
+    for (std::size_t k = 0; k < old_outs.size(); ++k) map[graph::index(old_outs[k])] = new_outs[k];
+  }
+  const auto culprit_outs = g.outputs(culprit);
+  std::vector<c10::TypePtr> types;
+  for (auto e : culprit_outs) {
+    const auto ne = map[graph::index(e)];
+    out.reduced.graph.add_output(ne);
+    output_tree leaf;
+    leaf.how = output_tree::form::edge;
+    leaf.edge = ne;
+    leaf.type = g.data(e).type;
+    types.push_back(c10::unshapedType(g.data(e).type));
+    out.reduced.output.items.push_back(std::move(leaf));
+  }
+  if (out.reduced.output.items.size() == 1) {
+    auto leaf = out.reduced.output.items.front();
+    out.reduced.output = leaf;
+  } else {
+    out.reduced.output.how = output_tree::form::tuple;
+    out.reduced.output.type = c10::TupleType::create(types);
+  }
+  return out;
+}
+
+/// The values of `boundary` edges on each input of `inputs`, run op by op (eager, one thread,
+/// as the reference configuration runs): one argument list per input, in boundary order. Each
+/// value is copied as its producer returns it (graph inputs: as given). Throws model_error
+/// naming the node when the model fails on an input.
+[[nodiscard]] inline input_set record_boundary(const model& m, const input_set& inputs,
+                                               const std::vector<graph::edge_id>& boundary) {
+  const auto& g = m.graph;
+  std::vector<int> slot(g.edge_capacity(), -1);
+  for (std::size_t i = 0; i < boundary.size(); ++i) slot[graph::index(boundary[i])] = static_cast<int>(i);
+  input_set out;
+  executor ex(m);
+  for (const auto& in : inputs) {
+    std::vector<c10::IValue> values(boundary.size());
+    ex.run(in, [&](graph::node_id, std::span<const graph::edge_id> edges) {
+      for (auto e : edges)
+        if (const int s = slot[graph::index(e)]; s >= 0) values[static_cast<std::size_t>(s)] = ivalue::deep_clone(ex.value(e));
+    });
+    out.push_back(std::move(values));
+  }
+  return out;
+}
+
+/// One try of a reduction.
+struct reduce_step {
+  std::size_t depth = 0;
+  std::size_t nodes = 0;      ///< operators of the window
+  bool reproduced = false;
+  std::string note;           ///< why the try could not run (export, recording), if it could not
+};
+
+/// What `reduce_finding` did.
+struct reduce_outcome {
+  std::string error;               ///< the finding cannot be reduced: why (nothing was written)
+  bool reduced = false;            ///< a window reproduces: `dir/reduced/` holds it
+  std::size_t mutant_nodes = 0;    ///< operators of the finding's mutant
+  std::size_t reduced_nodes = 0;   ///< operators of the reduced graph
+  std::size_t depth = 0;
+  std::vector<reduce_step> steps;
+  bool resumed = false;            ///< tries of an earlier, interrupted reduction were kept
+  bool budget_spent = false;       ///< stopped at the deadline before a window reproduced
+};
+
+/// Kinds a window can show: a divergence localised to one operator. Hangs, out-of-memory,
+/// performance and metamorphic findings (seed against mutant) are not reduced.
+[[nodiscard]] inline bool reducible_kind(std::string_view kind) {
+  return kind == "numeric" || kind == "nan_inf" || kind == "exception" || kind == "state" || kind == "crash" ||
+         kind == "abort";
+}
+
+/// Reduces the finding in `dir` (`DIR/findings/ID`). Each try is a finding folder of its own
+/// (`dir/reduce/dN`: the window's model, its recorded inputs, the finding's meta.json),
+/// replayed by campaign::replay in a fresh worker with `timeout`; the signature must match.
+/// `progress(step)` is called after each try; no try starts after `deadline` (a later call
+/// resumes).
+inline reduce_outcome reduce_finding(const std::filesystem::path& dir, const std::filesystem::path& worker_exe,
+                                     std::chrono::milliseconds timeout, std::int64_t rss_limit_bytes,
+                                     const oracle::nan_rules& rules = {},
+                                     const std::function<void(const reduce_step&)>& progress = {},
+                                     std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt) {
+  namespace fs = std::filesystem;
+  reduce_outcome out;
+  std::ifstream in(dir / "meta.json");
+  auto meta = nlohmann::json::parse(in, nullptr, false);
+  if (meta.is_discarded() || !fs::exists(dir / "mutant.pt") || !fs::exists(dir / "inputs.pt")) {
+    out.error = dir.string() + " is not a finding folder (meta.json, mutant.pt, inputs.pt)";
+    return out;
+  }
+  const std::string kind = meta.value("kind", "");
+  if (!reducible_kind(kind)) {
+    out.error = "a " + kind + " finding is not reduced (only divergences localised to one operator are)";
+    return out;
+  }
+  if (!meta.contains("localisation") || !meta["localisation"].value("localised", false)) {
+    out.error = "the finding is not localised (" +
+                (meta.contains("localisation") ? meta["localisation"].value("note", std::string("no note")) : std::string("no localisation")) +
+                "): there is no operator to reduce to";
+    return out;
+  }
+  const auto& loc = meta["localisation"];
+  backend b;
+  model m;
+  input_set inputs;
+  try {
+    m = b.load(dir / "mutant.pt");
+    inputs = tfg::torch::load_inputs((dir / "inputs.pt").string(), m);
+  } catch (const std::exception& e) {
+    out.error = clean_error(e.what());
+    return out;
+  }
+  out.mutant_nodes = operator_count(m);
+  const auto work = dir / "reduce";
+  // Resume: tries already made are not made again.
+  std::map<std::size_t, reduce_step> done;
+  std::optional<std::size_t> position;
+  {
+    std::ifstream pf(work / "progress.json");
+    const auto p = nlohmann::json::parse(pf, nullptr, false);
+    if (!p.is_discarded() && p.contains("position")) position = p["position"].get<std::size_t>();
+    if (!p.is_discarded())
+      for (const auto& s : p.value("steps", nlohmann::json::array())) {
+        reduce_step st{s.value("depth", std::size_t{0}), s.value("nodes", std::size_t{0}), s.value("reproduced", false),
+                       s.value("note", std::string())};
+        done[st.depth] = st;
+      }
+  }
+  out.resumed = !done.empty();
+  // The finding must reproduce now, and its localisation as this build makes it names the node
+  // (the recorded position may come from another build or import of the same file).
+  if (!position) {
+    const auto base = campaign::replay(b, dir, worker_exe, timeout, rss_limit_bytes, rules);
+    if (!base.error.empty()) {
+      out.error = base.error;
+      return out;
+    }
+    if (!base.reproduced) {
+      out.error = "the finding does not reproduce now (see `flowmut repro " + dir.string() + "`): nothing to reduce";
+      return out;
+    }
+    const std::string key = meta.value("key", "");
+    for (const auto& f : base.observed)
+      if (f.signature.key() == key && f.where.localised && f.where.position >= 0)
+        position = static_cast<std::size_t>(f.where.position);
+    if (!position) position = loc.value("position", std::size_t{0});
+  }
+  const auto culprit = locate_culprit(m, *position, loc.value("operator", std::string()));
+  if (!culprit) {
+    out.error = (dir / "mutant.pt").string() + " has no " + loc.value("operator", std::string()) + " node";
+    return out;
+  }
+  fs::create_directories(work);
+  auto checkpoint = [&] {
+    nlohmann::json j;
+    j["position"] = *position;
+    j["steps"] = nlohmann::json::array();
+    for (const auto& s : out.steps)
+      j["steps"].push_back({{"depth", s.depth}, {"nodes", s.nodes}, {"reproduced", s.reproduced}, {"note", s.note}});
+    write_file_atomic(work / "progress.json", j.dump(1));
+  };
+  std::size_t last_nodes = static_cast<std::size_t>(-1);
+  for (std::size_t depth : {0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512}) {
+    const auto w = window_of(m, *culprit, depth);
+    if (w.nodes == last_nodes) {
+      if (w.whole_cone) break;
+      continue;
+    }
+    last_nodes = w.nodes;
+    if (deadline && std::chrono::steady_clock::now() > *deadline && !done.count(depth)) {
+      out.budget_spent = true;
+      break;
+    }
+    reduce_step st;
+    const auto cand = work / ("d" + std::to_string(depth));
+    if (auto it = done.find(depth); it != done.end()) {
+      st = it->second;
+    } else {
+      st.depth = depth;
+      st.nodes = w.nodes;
+      try {
+        auto wm = window_model(m, w, *culprit);
+        const auto values = record_boundary(m, inputs, wm.boundary);
+        fs::create_directories(cand);
+        b.save(wm.reduced, cand / "mutant.pt");
+        save_inputs(values, cand / "inputs.pt");
+        auto cm = meta;
+        cm["reduced_from"] = {{"finding", dir.string()}, {"depth", depth}, {"nodes", w.nodes}, {"mutant_nodes", out.mutant_nodes}};
+        write_file_atomic(cand / "meta.json", cm.dump(1));
+        const auto r = campaign::replay(b, cand, worker_exe, timeout, rss_limit_bytes, rules);
+        if (!r.error.empty()) st.note = r.error;
+        st.reproduced = r.reproduced;
+      } catch (const std::exception& e) {
+        st.note = clean_error(e.what());
+      }
+    }
+    out.steps.push_back(st);
+    checkpoint();
+    if (progress) progress(st);
+    if (st.reproduced) {
+      std::error_code ec;
+      fs::remove_all(dir / "reduced", ec);
+      fs::create_directories(dir / "reduced");
+      for (const char* f : {"mutant.pt", "inputs.pt", "meta.json"}) fs::copy_file(cand / f, dir / "reduced" / f);
+      out.reduced = true;
+      out.reduced_nodes = st.nodes;
+      out.depth = depth;
+      break;
+    }
+    if (w.whole_cone) break;
+  }
+  return out;
+}
+
+}  // namespace tfg::torch

@@ -1,0 +1,616 @@
+#pragma once
+/// Standalone reproducers: a (reduced) model written out as plain PyTorch, op by op.
+///
+///  - `python_forward(m)`: the body of an `nn.Module` whose `forward` calls each operator of
+///    `m` as `torch.ops.<ns>.<op>(...)` (eager and TorchScript both accept it), with the tensor
+///    constants as module attributes `self.cK`. Throws model_error naming the node when a node
+///    has no Python form.
+///  - `write_python_repro(m, inputs, spec, dir)`: `repro.py` and `repro_data.pt` (inputs and
+///    constants, `torch.load`able) in `dir`. The script runs the finding's two configurations
+///    (and the float64 baseline) the way `flowmut` runs them, judges with the same tolerance
+///    rule and ends with `REPRODUCED` (exit 0) or `NOT REPRODUCED` (exit 1). It imports torch
+///    only.
+#include <tfg/torch/backend.hpp>
+#include <tfg/torch/compare.hpp>
+#include <tfg/torch/model.hpp>
+#include <tfg/torch/schema.hpp>
+
+#include <torch/csrc/jit/serialization/pickle.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace tfg::torch {
+
+/// `m`'s forward as Python: `forward_source` is the method (4-space indented, `def forward`
+/// included); `constants` are the tensors it reads as `self.c0`, `self.c1`, ...
+struct python_module {
+  std::string forward_source;
+  std::vector<at::Tensor> constants;
+  bool uses_f32_dtype = false;  ///< a float32 dtype argument is written `__TFG_F32__` (the float64 class widens it)
+};
+
+namespace repro_detail {
+
+[[nodiscard]] inline std::string py_string(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\\' || c == '\'') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "'";
+}
+
+[[nodiscard]] inline std::string py_float(double v) {
+  if (std::isnan(v)) return "float('nan')";
+  if (std::isinf(v)) return v > 0 ? "float('inf')" : "float('-inf')";
+  // The shortest decimal that reads back as v (as Python's repr writes it).
+  char buf[64];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  std::string s = buf;
+  if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+  return s;
+}
+
+[[nodiscard]] inline std::string py_dtype(std::int64_t code) {
+  switch (static_cast<c10::ScalarType>(code)) {
+    case c10::kHalf: return "torch.float16";
+    case c10::kBFloat16: return "torch.bfloat16";
+    case c10::kFloat: return "__TFG_F32__";
+    case c10::kDouble: return "torch.float64";
+    case c10::kChar: return "torch.int8";
+    case c10::kByte: return "torch.uint8";
+    case c10::kShort: return "torch.int16";
+    case c10::kInt: return "torch.int32";
+    case c10::kLong: return "torch.int64";
+    case c10::kBool: return "torch.bool";
+    case c10::kComplexFloat: return "torch.complex64";
+    case c10::kComplexDouble: return "torch.complex128";
+    default: return std::to_string(code);
+  }
+}
+
+[[nodiscard]] inline std::string py_memory_format(std::int64_t code) {
+  switch (static_cast<c10::MemoryFormat>(code)) {
+    case c10::MemoryFormat::Contiguous: return "torch.contiguous_format";
+    case c10::MemoryFormat::Preserve: return "torch.preserve_format";
+    case c10::MemoryFormat::ChannelsLast: return "torch.channels_last";
+    case c10::MemoryFormat::ChannelsLast3d: return "torch.channels_last_3d";
+    default: return std::to_string(code);
+  }
+}
+
+[[nodiscard]] inline std::string py_layout(std::int64_t code) {
+  if (code == static_cast<std::int64_t>(c10::kStrided)) return "torch.strided";
+  if (code == static_cast<std::int64_t>(c10::kSparse)) return "torch.sparse_coo";
+  if (code == static_cast<std::int64_t>(c10::kMkldnn)) return "torch._mkldnn";
+  return std::to_string(code);
+}
+
+class writer {
+ public:
+  explicit writer(const model& m) : m_(m) {}
+
+  python_module run() {
+    const auto& g = m_.graph;
+    std::ostringstream body;
+    const auto ins = g.graph_inputs();
+    std::string sig = "    def forward(self";
+    for (std::size_t i = 0; i < ins.size(); ++i) {
+      name_[graph::index(ins[i])] = "x" + std::to_string(i);
+      const auto& t = g.data(ins[i]).type;
+      sig += ", x" + std::to_string(i) + ": " + (t ? annotation(c10::unshapedType(t)) : std::string("torch.Tensor"));
+    }
+    sig += "):\n";
+    for (auto n : g.topological_order()) body << statement(n);
+    body << "        return " << output(m_.output) << "\n";
+    out_.forward_source = sig + body.str();
+    return std::move(out_);
+  }
+
+ private:
+  static std::string annotation(const c10::TypePtr& t) {
+    auto s = t->annotation_str();
+    // TorchScript's spelling is Python's with `Tensor` for torch.Tensor.
+    std::string out;
+    for (std::size_t i = 0; i < s.size();) {
+      if (s.compare(i, 6, "Tensor") == 0 && (i == 0 || !std::isalnum(static_cast<unsigned char>(s[i - 1])))) {
+        out += "torch.Tensor";
+        i += 6;
+      } else {
+        out += s[i++];
+      }
+    }
+    return out;
+  }
+
+  std::string tensor_constant(const at::Tensor& t) {
+    out_.constants.push_back(t);
+    return "self.c" + std::to_string(out_.constants.size() - 1);
+  }
+
+  /// A constant as Python, typed by the schema argument it binds to (ScalarType, MemoryFormat
+  /// and Layout ints become torch.* names).
+  std::string literal(const c10::IValue& v, c10::TypeKind as) {
+    if (v.isNone()) return "None";
+    if (v.isBool()) return v.toBool() ? "True" : "False";
+    if (v.isInt()) {
+      const auto x = v.toInt();
+      if (as == c10::TypeKind::ScalarTypeType) {
+        auto s = py_dtype(x);
+        if (s == "__TFG_F32__") out_.uses_f32_dtype = true;
+        return s;
+      }
+      if (as == c10::TypeKind::MemoryFormatType) return py_memory_format(x);
+      if (as == c10::TypeKind::LayoutType) return py_layout(x);
+      return std::to_string(x);
+    }
+    if (v.isDouble()) return py_float(v.toDouble());
+    if (v.isString()) return py_string(v.toStringRef());
+    if (v.isDevice()) return "torch.device(" + py_string(v.toDevice().str()) + ")";
+    if (v.isTensor()) return tensor_constant(v.toTensor());
+    if (v.isIntList() || v.isDoubleList() || v.isBoolList() || v.isTensorList() || v.isList()) {
+      std::string s = "[";
+      bool first = true;
+      for (const auto& x : v.toListRef()) {
+        if (!first) s += ", ";
+        first = false;
+        s += literal(x, c10::TypeKind::AnyType);
+      }
+      return s + "]";
+    }
+    if (v.isTuple()) {
+      std::string s = "(";
+      for (const auto& x : v.toTupleRef().elements()) s += literal(x, c10::TypeKind::AnyType) + ", ";
+      return s + ")";
+    }
+    throw model_error(m_.source + ": repro.py: a constant of type " + v.tagKind() + " has no Python form");
+  }
+
+  std::string argument_text(graph::node_id n, const argument& a, c10::TypeKind as) {
+    const auto ins = m_.graph.inputs(n);
+    switch (a.how) {
+      case argument::form::edge: return name_of(ins[a.input]);
+      case argument::form::constant: return literal(a.constant, as);
+      case argument::form::list:
+      case argument::form::tuple: {
+        std::string s = a.how == argument::form::list ? "[" : "(";
+        for (std::size_t i = 0; i < a.items.size(); ++i) {
+          if (i) s += ", ";
+          const auto& it = a.items[i];
+          s += it.is_edge ? name_of(ins[it.input]) : literal(it.constant, c10::TypeKind::AnyType);
+        }
+        if (a.how == argument::form::tuple && a.items.size() == 1) s += ",";
+        return s + (a.how == argument::form::list ? "]" : ")");
+      }
+    }
+    return "None";
+  }
+
+  std::string name_of(graph::edge_id e) {
+    auto it = name_.find(graph::index(e));
+    if (it != name_.end()) return it->second;
+    auto s = "v" + std::to_string(graph::index(e));
+    name_[graph::index(e)] = s;
+    return s;
+  }
+
+  std::string targets(graph::node_id n) {
+    const auto& d = m_.graph.data(n);
+    const auto outs = m_.graph.outputs(n);
+    std::string s;
+    for (std::size_t i = 0; i < d.results.size(); ++i) {
+      const auto& r = d.results[i];
+      if (i) s += ", ";
+      if (r.how == result_slot::form::value) {
+        s += name_of(outs[r.first_output]);
+        continue;
+      }
+      std::string unpack;
+      for (std::uint32_t j = 0; j < r.count; ++j) unpack += name_of(outs[r.first_output + j]) + ", ";
+      s += d.results.size() == 1 ? unpack.substr(0, unpack.size() - 2) + (r.count == 1 ? "," : "") : "(" + unpack + ")";
+    }
+    return s;
+  }
+
+  std::string statement(graph::node_id n) {
+    const auto& g = m_.graph;
+    const auto& d = g.data(n);
+    const auto outs = g.outputs(n);
+    if (d.kind == c10::prim::Constant) {
+      if (outs.empty()) return {};
+      name_[graph::index(outs[0])] = d.constant.isTensor() ? tensor_constant(d.constant.toTensor())
+                                                           : literal(d.constant, c10::TypeKind::AnyType);
+      return {};
+    }
+    const auto* schema = schema_of(g, n);
+    std::string call;
+    if (schema) {
+      const auto& name = schema->operator_name().name;  // "aten::gelu"
+      const auto sep = name.find("::");
+      call = "torch.ops." + name.substr(0, sep) + "." + name.substr(sep + 2) + "(";
+      for (std::size_t i = 0; i < d.args.size(); ++i) {
+        const auto& f = schema->arguments()[i];
+        if (i) call += ", ";
+        if (f.kwarg_only()) call += f.name() + "=";
+        call += argument_text(n, d.args[i], real_kind(f));
+      }
+      call += ")";
+    } else if (d.kind == c10::prim::TupleConstruct || d.kind == c10::prim::ListConstruct) {
+      const bool tuple = d.kind == c10::prim::TupleConstruct;
+      call = tuple ? "(" : "[";
+      for (std::size_t i = 0; i < d.args.size(); ++i) {
+        if (i) call += ", ";
+        call += argument_text(n, d.args[i], c10::TypeKind::AnyType);
+      }
+      if (tuple && d.args.size() == 1) call += ",";
+      call += tuple ? ")" : "]";
+    } else if ((d.kind == c10::prim::TupleUnpack || d.kind == c10::prim::ListUnpack) && d.args.size() == 1) {
+      call = argument_text(n, d.args[0], c10::TypeKind::AnyType);
+    } else {
+      throw model_error(m_.source + ": repro.py: node " + std::string(d.kind.toQualString()) +
+                        (d.where.empty() ? "" : " at " + d.where) + " has no plain-PyTorch form");
+    }
+    if (d.results.empty()) return "        " + call + "\n";
+    return "        " + targets(n) + " = " + call + "\n";
+  }
+
+  std::string output(const output_tree& t) {
+    switch (t.how) {
+      case output_tree::form::edge: return name_of(t.edge);
+      case output_tree::form::constant: return literal(t.constant, c10::TypeKind::AnyType);
+      case output_tree::form::list:
+      case output_tree::form::tuple: {
+        std::string s = t.how == output_tree::form::list ? "[" : "(";
+        for (const auto& i : t.items) s += output(i) + ", ";
+        return s + (t.how == output_tree::form::list ? "]" : ")");
+      }
+    }
+    return "None";
+  }
+
+  const model& m_;
+  python_module out_;
+  std::unordered_map<std::size_t, std::string> name_;
+};
+
+}  // namespace repro_detail
+
+[[nodiscard]] inline python_module python_forward(const model& m) { return repro_detail::writer(m).run(); }
+
+/// What the reproducer checks: the finding's kind and configuration pair, and for exceptions
+/// the message the failing configuration raised.
+struct repro_spec {
+  std::string id, title, kind, config_a, config_b;
+  std::string message;  ///< exception/crash kinds: the recorded message (its last line is matched)
+  std::string versions;  ///< where the finding was made (LibTorch version, ...), for the header
+};
+
+namespace repro_detail {
+
+/// The reproducer's fixed part: configurations and the judge (tolerances filled in by
+/// write_python_repro from compare_options, so the script judges as the tool does).
+inline constexpr const char* python_driver = R"PY(
+def clone(v):
+    if isinstance(v, torch.Tensor):
+        return v.clone()
+    if isinstance(v, (list, tuple)):
+        return type(v)(clone(x) for x in v)
+    if isinstance(v, dict):
+        return {k: clone(x) for k, x in v.items()}
+    return v
+
+
+def widen(v):
+    if isinstance(v, torch.Tensor):
+        return v.double() if v.is_floating_point() else v.clone()
+    if isinstance(v, (list, tuple)):
+        return type(v)(widen(x) for x in v)
+    if isinstance(v, dict):
+        return {k: widen(x) for k, x in v.items()}
+    return v
+
+
+def to_channels_last(v):
+    if isinstance(v, torch.Tensor) and v.dim() == 4 and v.is_floating_point():
+        return v.contiguous(memory_format=torch.channels_last)
+    return clone(v)
+
+
+def leaves(v):
+    if isinstance(v, torch.Tensor):
+        return [v]
+    if isinstance(v, (list, tuple)):
+        return [t for x in v for t in leaves(x)]
+    if isinstance(v, dict):
+        return [t for x in v.values() for t in leaves(x)]
+    return []
+
+
+def gradients(fn, args):
+    args = [a.detach().requires_grad_(True) if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+            for a in args]
+    wrt = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
+    with torch.enable_grad():
+        outs = [o for o in leaves(fn(*args)) if o.is_floating_point() and o.requires_grad]
+        if not outs or not wrt:
+            return []
+        total = sum(o.sum() for o in outs)
+        grads = torch.autograd.grad(total, wrt, allow_unused=True)
+    return [torch.zeros_like(w) if g is None else g for g, w in zip(grads, wrt)]
+
+
+def run(config, args):
+    """One configuration on one input, as flowmut runs it: a list of tensors (outputs or gradients)."""
+    torch.set_num_threads(1)
+    args = clone(list(args))
+    if config in ("eager_op_by_op", "threads_1_vs_n"):
+        if config == "threads_1_vs_n":
+            torch.set_num_threads(max(2, os.cpu_count() or 2))
+        with torch.no_grad():
+            return leaves(Repro(CONSTANTS)(*args))
+    if config == "channels_last":
+        with torch.no_grad():
+            return leaves(Repro(CONSTANTS)(*[to_channels_last(a) for a in args]))
+    if config in ("float64_reference", "autograd_float64"):
+        m = Repro64(widen(CONSTANTS))
+        if config == "autograd_float64":
+            return gradients(m, widen(args))
+        with torch.no_grad():
+            return leaves(m(*widen(args)))
+    if config == "autograd_eager":
+        return gradients(Repro(CONSTANTS), args)
+    if config in ("graph_executor", "frozen_optimized", "autograd"):
+        s = torch.jit.script(Repro(CONSTANTS).eval())
+        if config == "frozen_optimized":
+            s = torch.jit.optimize_for_inference(torch.jit.freeze(s))
+        if config == "autograd":
+            for _ in range(2):
+                gradients(s, clone(args))
+            return gradients(s, args)
+        with torch.no_grad():
+            for _ in range(2):
+                s(*clone(args))
+            return leaves(s(*args))
+    raise SystemExit("unknown configuration " + config)
+
+
+EPS = {torch.float16: 2.0 ** -10, torch.bfloat16: 2.0 ** -7, torch.float32: 2.0 ** -23, torch.float64: 2.0 ** -52}
+
+
+def rms(t):
+    return float(t.double().pow(2).mean().sqrt()) if t.numel() else 0.0
+
+
+def bad_elements(a, b, r, peers, gradient):
+    """How many elements of b are wrong against a (flowmut's numeric rule, docs/oracle.md)."""
+    tol = TOL.get(a.dtype, (0.0, 0.0))
+    rtol, atol = tol
+    ulps = ULPS * (GRAD_SCALE if gradient else 1.0)
+    if gradient:
+        rtol, atol = rtol * GRAD_SCALE, atol * GRAD_SCALE
+    eps = EPS.get(a.dtype, 0.0)
+    A, B = a.double(), b.double()
+    if gradient:  # norm-wise
+        d_ab = rms(A - B)
+        bad = d_ab > atol + rtol * rms(A) + ulps * eps * rms(A)
+        if r is not None and bad:
+            R = r.double()
+            if B_IS_REFERENCE:
+                return int(rms(A - R) > GRAD_REF_RTOL * rms(R) + atol + ulps * eps * rms(R))
+            bad = rms(B - R) > SLACK * rms(A - R) + atol + rtol * rms(R) + ulps * eps * rms(R)
+        return int(bad)
+    floor_a = atol + rtol * A.abs() + ulps * eps * rms(A)
+    bad = (A - B).abs() > floor_a
+    if r is not None:
+        R = r.double()
+        floor_r = atol + rtol * R.abs() + ulps * eps * rms(R)
+        if B_IS_REFERENCE:
+            spread = max([float((p.double() - A).abs().max()) for p in peers if p.shape == A.shape] + [0.0])
+            bad = (A - R).abs() > floor_r + SLACK * spread
+        else:
+            bad = bad & ((B - R).abs() > SLACK * float((A - R).abs().max()) + floor_r)
+    return int(bad.sum())
+
+
+def nan_inf_mismatch(a, b):
+    if not a.is_floating_point():
+        return 0
+    m = (a.isnan() != b.isnan()) | (a.isinf() != b.isinf()) | (a.isinf() & b.isinf() & (a.sign() != b.sign()))
+    return int(m.sum())
+
+
+def show(name, outs):
+    for i, t in enumerate(outs):
+        f = t.double().flatten()
+        head = ", ".join("%.6g" % x for x in f[:4].tolist())
+        print("  %-18s out%d %s %s [%s%s]" % (name, i, str(t.dtype).replace("torch.", ""), list(t.shape), head,
+                                             ", ..." if f.numel() > 4 else ""))
+
+
+def child(config, index):
+    out = run(config, INPUTS[index])
+    print("ran", config, "outputs", len(out))
+
+
+def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "--child":
+        child(sys.argv[2], int(sys.argv[3]))
+        return 0
+    print("finding:", TITLE)
+    print("torch", torch.__version__, "| configurations:", CONFIG_A, "vs", CONFIG_B)
+    reproduced = False
+    for index, args in enumerate(INPUTS):
+        print("input %d:" % index)
+        if KIND in ("crash", "abort", "hang"):
+            for config in (CONFIG_A, CONFIG_B):
+                try:
+                    p = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", config, str(index)],
+                                       capture_output=True, text=True, timeout=TIMEOUT_S)
+                    died = p.returncode < 0 or p.returncode == 134
+                    what = ("killed by signal %d" % -p.returncode) if p.returncode < 0 else ("exit %d" % p.returncode)
+                except subprocess.TimeoutExpired:
+                    died, what = KIND == "hang", "no answer in %d s" % TIMEOUT_S
+                print("  %-18s %s" % (config, what))
+                if config == CONFIG_B and died:
+                    reproduced = True
+            continue
+        results, errors = {}, {}
+        for config in (CONFIG_A, CONFIG_B, REFERENCE) + PEERS:
+            if config is None or config in results or config in errors:
+                continue
+            try:
+                results[config] = run(config, args)
+            except Exception as e:  # noqa: BLE001 - a configuration's error is a result here
+                errors[config] = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
+        for config, outs in results.items():
+            if config in (CONFIG_A, CONFIG_B, REFERENCE):
+                show(config, outs)
+        for config, e in errors.items():
+            print("  %-18s raised: %s" % (config, e))
+        if KIND == "exception":
+            failed = [c for c in (CONFIG_A, CONFIG_B) if c in errors]
+            if len(failed) == 1 and (not EXPECT or EXPECT in errors[failed[0]] or errors[failed[0]] in EXPECT):
+                reproduced = True
+            continue
+        if CONFIG_A not in results or CONFIG_B not in results:
+            continue
+        a, b = results[CONFIG_A], results[CONFIG_B]
+        r = results.get(REFERENCE) if REFERENCE else None
+        gradient = CONFIG_A.startswith("autograd")
+        for i, (ta, tb) in enumerate(zip(a, b)):
+            if ta.shape != tb.shape:
+                print("  out%d: shapes differ: %s vs %s" % (i, list(ta.shape), list(tb.shape)))
+                reproduced = reproduced or KIND in ("numeric", "state")
+                continue
+            if not ta.is_floating_point():
+                n = int((ta != tb).sum())
+                print("  out%d: %d elements differ (exact dtype)" % (i, n))
+                reproduced = reproduced or (n > 0 and KIND == "numeric")
+                continue
+            nan = nan_inf_mismatch(ta, tb)
+            finite = ~(ta.isnan() | tb.isnan() | ta.isinf() | tb.isinf())
+            diff = float((ta.double() - tb.double())[finite].abs().max()) if finite.any() else 0.0
+            rt = r[i] if r is not None and i < len(r) and r[i].shape == ta.shape else None
+            peers = [results[p][i] for p in PEERS if p in results and i < len(results[p])]
+            tol = TOL.get(ta.dtype, (0.0, 0.0))
+            if KIND == "nan_inf":
+                print("  out%d: NaN/Inf in one configuration only at %d elements; max abs diff elsewhere %.3g" % (i, nan, diff))
+                reproduced = reproduced or nan > 0
+            else:
+                ta_f, tb_f = ta.masked_fill(~finite, 0), tb.masked_fill(~finite, 0)
+                rt_f = rt.masked_fill(~finite, 0) if rt is not None else None
+                n = bad_elements(ta_f, tb_f, rt_f, peers, gradient)
+                ref = "" if rt is None else "; float64 baseline: |a-r| max %.3g, |b-r| max %.3g" % (
+                    float((ta.double() - rt)[finite].abs().max()) if finite.any() else 0.0,
+                    float((tb.double() - rt)[finite].abs().max()) if finite.any() else 0.0)
+                print("  out%d: max abs diff %.3g (rtol %g, atol %g, floor %g ulps of RMS%s); %d bad%s" % (
+                    i, diff, tol[0], tol[1], ULPS, ", gradients norm-wise x%g" % GRAD_SCALE if gradient else "", n,
+                    ref))
+                reproduced = reproduced or n > 0
+    print("REPRODUCED" if reproduced else "NOT REPRODUCED")
+    return 0 if reproduced else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+)PY";
+
+[[nodiscard]] inline std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  for (std::size_t at = 0; (at = s.find(from, at)) != std::string::npos; at += to.size()) s.replace(at, from.size(), to);
+  return s;
+}
+
+[[nodiscard]] inline std::string py_config(const std::string& c) { return c.empty() ? "None" : py_string(c); }
+
+/// The float64 run that anchors a pair's judgement, as the worker chooses it.
+[[nodiscard]] inline std::string reference_of(const std::string& a, const std::string& b) {
+  if (a.rfind("autograd", 0) == 0) return b == "autograd_float64" ? "" : "autograd_float64";
+  return b == "float64_reference" ? "" : "float64_reference";
+}
+
+}  // namespace repro_detail
+
+/// Writes `repro.py` and `repro_data.pt` into `dir` (created). Throws model_error when a node
+/// of `m` has no plain-PyTorch form.
+inline void write_python_repro(const model& m, const input_set& inputs, const repro_spec& spec,
+                               const std::filesystem::path& dir, const compare_options& co = {}) {
+  using namespace repro_detail;
+  const auto mod = python_forward(m);
+  std::filesystem::create_directories(dir);
+  // Data: (inputs as a list of tuples, constants as a list of tensors).
+  {
+    c10::impl::GenericList ins(c10::AnyType::get());
+    for (const auto& in : inputs) ins.push_back(c10::ivalue::Tuple::create(in));
+    c10::List<at::Tensor> consts;
+    for (const auto& t : mod.constants) consts.push_back(t);
+    const auto bytes = ::torch::jit::pickle_save(c10::ivalue::Tuple::create({c10::IValue(ins), c10::IValue(consts)}));
+    std::ofstream f(dir / "repro_data.pt", std::ios::binary);
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!f) throw model_error((dir / "repro_data.pt").string() + ": cannot write");
+  }
+  const bool b_is_reference = spec.config_b == "float64_reference" || spec.config_b == "autograd_float64";
+  std::string peers = "(";
+  if (b_is_reference) peers += spec.config_a.rfind("autograd", 0) == 0 ? "'autograd',)" : "'threads_1_vs_n', 'channels_last',)";
+  else peers += ")";
+  std::string expect = spec.message;
+  while (!expect.empty() && (expect.back() == '\n' || expect.back() == ' ')) expect.pop_back();
+  if (auto nl = expect.rfind('\n'); nl != std::string::npos) expect = expect.substr(nl + 1);
+  const auto& t = co.tolerances;
+  std::ostringstream py;
+  py << "#!/usr/bin/env python3\n"
+     << "\"\"\"Standalone reproducer of flowmut finding " << spec.id << ".\n\n"
+     << spec.title << "\n\n"
+     << "Plain PyTorch (imports torch only): the finding's reduced graph written out op by op, its\n"
+     << "inputs and constants in repro_data.pt beside this file. It runs " << spec.config_a << " and "
+     << spec.config_b << "\nas flowmut runs them, judges with flowmut's tolerance rule and ends with REPRODUCED\n"
+     << "(exit 0) or NOT REPRODUCED (exit 1).\n\n    python3 repro.py\n"
+     << (spec.versions.empty() ? "" : "\nFound with: " + spec.versions + "\n") << "\"\"\"\n"
+     << "import os\nimport subprocess\nimport sys\nfrom typing import Dict, List, Optional, Tuple  # noqa: F401\n\n"
+     << "import torch\n\n"
+     << "HERE = os.path.dirname(os.path.abspath(__file__))\n"
+     << "TITLE = " << py_string(spec.title) << "\n"
+     << "KIND = " << py_string(spec.kind) << "\n"
+     << "CONFIG_A, CONFIG_B = " << py_string(spec.config_a) << ", " << py_string(spec.config_b) << "\n"
+     << "REFERENCE = " << py_config(reference_of(spec.config_a, spec.config_b)) << "\n"
+     << "B_IS_REFERENCE = " << (b_is_reference ? "True" : "False") << "\n"
+     << "PEERS = " << peers << "\n"
+     << "EXPECT = " << py_string(expect) << "\n"
+     << "TOL = {torch.float16: (" << t.f16.rtol << ", " << t.f16.atol << "), torch.bfloat16: (" << t.bf16.rtol << ", "
+     << t.bf16.atol << "),\n       torch.float32: (" << t.f32.rtol << ", " << t.f32.atol << "), torch.float64: ("
+     << t.f64.rtol << ", " << t.f64.atol << ")}\n"
+     << "SLACK, ULPS, GRAD_SCALE, GRAD_REF_RTOL = " << co.reference_slack << ", " << co.magnitude_ulps << ", "
+     << co.gradient_scale << ", " << co.gradient_reference_rtol << "\n"
+     << "TIMEOUT_S = 60\n\n"
+     << "INPUTS, CONSTANTS = torch.load(os.path.join(HERE, 'repro_data.pt'))\n\n\n"
+     << "class Repro(torch.nn.Module):\n"
+     << "    def __init__(self, constants: List[torch.Tensor]):\n"
+     << "        super().__init__()\n"
+     << "        for i, c in enumerate(constants):\n"
+     << "            setattr(self, 'c%d' % i, c)\n\n"
+     << replace_all(mod.forward_source, "__TFG_F32__", "torch.float32") << "\n\n";
+  if (mod.uses_f32_dtype)
+    py << "class Repro64(Repro):\n    \"\"\"The float64 baseline: float32 dtype arguments widened too.\"\"\"\n\n"
+       << replace_all(mod.forward_source, "__TFG_F32__", "torch.float64") << "\n";
+  else
+    py << "Repro64 = Repro  # the float64 baseline: same code, widened constants and inputs\n";
+  py << "\n" << python_driver;
+  std::ofstream f(dir / "repro.py");
+  f << py.str();
+  if (!f) throw model_error((dir / "repro.py").string() + ": cannot write");
+}
+
+}  // namespace tfg::torch

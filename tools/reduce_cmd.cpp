@@ -1,0 +1,207 @@
+// flowmut reduce: reduce a finding to its localised operator's window, write the standalone
+// reproducer (repro.py), run it in a clean process and write the issue draft (issue.md).
+#include "commands.hpp"
+
+#include <tfg/match/pool.hpp>
+#include <tfg/oracle/nan_propagation.hpp>
+#include <tfg/torch/backend.hpp>
+#include <tfg/torch/reduce.hpp>
+#include <tfg/torch/repro.hpp>
+#include <tfg/util/atomic_file.hpp>
+
+#include <ATen/Version.h>
+
+#include <sys/utsname.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// Runs `python repro.py` in `dir` (a clean process: nothing of this one but the environment),
+/// output to repro.log; the status is the script's last line.
+std::string run_python_repro(const fs::path& dir, const std::string& python, int timeout_s) {
+  const auto log = dir / "repro.log";
+  const std::string cmd = "cd '" + dir.string() + "' && timeout " + std::to_string(timeout_s) + " '" + python +
+                          "' repro.py > repro.log 2>&1";
+  const int rc = std::system(cmd.c_str());
+  const auto text = read_text(log);
+  std::string last;
+  std::istringstream lines(text);
+  for (std::string l; std::getline(lines, l);)
+    if (!l.empty()) last = l;
+  if (last == "REPRODUCED" || last == "NOT REPRODUCED") return last;
+  if (WIFEXITED(rc) && WEXITSTATUS(rc) == 124) return "TIMED OUT";
+  return "ERROR";
+}
+
+std::string machine_versions() {
+  std::ostringstream s;
+  s << "LibTorch " << TORCH_VERSION;
+  utsname u{};
+  if (::uname(&u) == 0) s << ", " << u.sysname << " " << u.release << " " << u.machine;
+  s << ", " << std::thread::hardware_concurrency() << " hardware threads";
+#if defined(__VERSION__)
+  s << ", built with GCC " << __VERSION__;
+#endif
+  return s.str();
+}
+
+/// The part of at::show_config() a framework developer asks for first (BLAS, oneDNN, ISA).
+std::string build_config() {
+  std::istringstream lines(at::show_config());
+  std::string out;
+  for (std::string l; std::getline(lines, l);) {
+    const auto t = l.find_first_not_of(" -");
+    if (t == std::string::npos) continue;
+    const auto x = l.substr(t);
+    if (x.rfind("Intel(R) oneAPI", 0) == 0 || x.rfind("Intel(R) MKL-DNN", 0) == 0 || x.rfind("OpenMP", 0) == 0 ||
+        x.rfind("LAPACK", 0) == 0 || x.rfind("CPU capability", 0) == 0) {
+      out += "    " + x + "\n";
+    } else if (x.rfind("Build settings: ", 0) == 0) {
+      // Of the settings, those that decide which kernels run.
+      std::istringstream items(x.substr(16));
+      std::string kept;
+      for (std::string item; std::getline(items, item, ',');) {
+        const auto k = item.find_first_not_of(' ');
+        if (k == std::string::npos) continue;
+        item = item.substr(k);
+        for (const char* key : {"BLAS_INFO=", "LAPACK_INFO=", "USE_MKLDNN=", "USE_OPENMP=", "USE_CUDA=", "USE_CUDNN=",
+                                "PERF_WITH_AVX512=", "BUILD_TYPE="})
+          if (item.rfind(key, 0) == 0) kept += (kept.empty() ? "" : ", ") + item;
+      }
+      out += "    Build settings: " + kept + "\n";
+    }
+  }
+  return out;
+}
+
+void write_issue(const fs::path& dir, const nlohmann::json& meta, const tfg::torch::reduce_outcome& r,
+                 const std::string& repro_status, const std::string& repro_note) {
+  const auto& loc = meta.contains("localisation") ? meta["localisation"] : nlohmann::json::object();
+  const std::string op = meta.value("culprit_op", "?");
+  const std::string a = meta.value("config_a", "?"), b = meta.value("config_b", "?");
+  const std::string kind = meta.value("kind", "?");
+  std::ostringstream md;
+  if (repro_status != "REPRODUCED")
+    md << "> **Not ready to file.** The standalone reproducer did not reproduce under plain PyTorch (" << repro_status
+       << "): the divergence needs something of flowmut's own (a tool defect or an injected fault), or the "
+       << "reproducer misses a configuration detail. Check with `flowmut repro` before reporting it.\n\n";
+  md << "## 🐛 Describe the bug\n\n";
+  md << "`" << op << "` gives " << (kind == "exception" ? "an error" : kind == "nan_inf" ? "NaN/Inf" : kind == "crash" || kind == "abort" ? "a crash" : "different values")
+     << " under **" << b << "** where **" << a << "** (the reference) runs"
+     << (kind == "exception" || kind == "crash" || kind == "abort" ? "" : " with other values")
+     << ". Found by flowmut (data-flow mutation of a real model, finding `" << meta.value("id", "?") << "`): "
+     << meta.value("title", "") << ".";
+  if (r.reduced)
+    md << " The graph below is the finding's mutant reduced to the operator's window (" << r.reduced_nodes
+       << " of " << r.mutant_nodes << " operators, depth " << r.depth << "), its inputs recorded on the mutant.";
+  md << "\n\nInput state at the operator: `" << loc.value("inputs", meta.value("inputs", std::string("?"))) << "`";
+  if (loc.contains("input_states"))
+    for (const auto& s : loc["input_states"]) md << "\n- `" << s.get<std::string>() << "`";
+  md << "\n\n### Minimal reproduction\n\n";
+  md << "`repro.py` (plain PyTorch, imports torch only; inputs and constants in `repro_data.pt` beside it): "
+     << "run `python3 repro.py`. Re-run in a clean process before this draft was written: **" << repro_status << "**"
+     << (repro_note.empty() ? "" : " (" + repro_note + ")") << ".\n\n";
+  const auto py = read_text(dir / "repro.py");
+  const auto cls = py.find("class Repro(");
+  auto drv = py.find("\nRepro64 = Repro");
+  if (drv == std::string::npos) drv = py.find("\ndef clone(");
+  if (cls != std::string::npos && drv != std::string::npos)
+    md << "```python\n" << py.substr(cls, drv - cls) << "```\n\n";
+  md << "### Expected vs actual\n\n";
+  md << "Expected: `" << b << "` computes what `" << a << "` computes, within flowmut's tolerance (f32: rtol 1e-4, "
+     << "atol 1e-5, plus 64 ulps of the output's RMS; a configuration is wrong only where it is further from "
+     << "the float64 baseline than the reference is, by a factor of 4; docs/oracle.md).\n\nActual (flowmut's "
+     << "judgement): " << meta.value("message", std::string()) << "\n\n";
+  const auto log = read_text(dir / "repro.log");
+  if (!log.empty()) md << "Output of `python3 repro.py`:\n\n```\n" << log << "```\n\n";
+  md << "### Configurations\n\n| configuration | role |\n|---|---|\n| `" << a << "` | reference |\n| `" << b
+     << "` | diverges |\n";
+  if (meta.contains("configs"))
+    for (const auto& c : meta["configs"])
+      if (c != a && c != b) md << "| `" << c.get<std::string>() << "` | ran in the campaign |\n";
+  md << "\n### Versions\n\n```\n" << machine_versions() << "\n" << build_config() << "```\n";
+  tfg::write_file_atomic(dir / "issue.md", md.str());
+}
+
+}  // namespace
+
+std::string default_python() {
+  if (const char* p = std::getenv("TFG_PYTHON"); p && *p) return p;
+  return fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+}
+
+int run_reduce_command(const std::string& dir_s, const std::string& self_exe, int timeout_s, std::int64_t rss_limit_mb,
+                       const std::string& python, bool run_repro, double budget_s) {
+  const fs::path dir(dir_s);
+  std::ifstream in(dir / "meta.json");
+  auto meta = nlohmann::json::parse(in, nullptr, false);
+  if (meta.is_discarded()) {
+    std::cerr << "flowmut reduce: " << dir_s << " is not a finding folder (meta.json, mutant.pt, inputs.pt)\n";
+    return 2;
+  }
+  std::printf("finding %s: %s\n", meta.value("id", "?").c_str(), meta.value("title", "?").c_str());
+  const auto r = tfg::torch::reduce_finding(
+      dir, self_exe, std::chrono::seconds(timeout_s), rss_limit_mb << 20, {}, [](const tfg::torch::reduce_step& s) {
+        std::printf("  depth %3zu: %4zu operator%s: %s%s%s\n", s.depth, s.nodes, s.nodes == 1 ? "" : "s", s.reproduced ? "reproduces" : "does not reproduce",
+                    s.note.empty() ? "" : " - ", s.note.substr(0, 200).c_str());
+        std::fflush(stdout);
+      },
+      budget_s > 0 ? std::optional(std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<long long>(budget_s * 1000)))
+                   : std::nullopt);
+  if (!r.error.empty()) {
+    std::cerr << "flowmut reduce: " << r.error << "\n";
+    return 2;
+  }
+  if (r.reduced)
+    std::printf("reduced: %zu of %zu operators (depth %zu) in %s\n", r.reduced_nodes, r.mutant_nodes, r.depth,
+                (dir / "reduced").c_str());
+  else if (r.budget_spent)
+    std::printf("not reduced: the budget was spent before a window reproduced (run `flowmut reduce %s` to go on); "
+                "the reproducer uses the whole mutant\n", dir_s.c_str());
+  else
+    std::printf("not reduced: no window of the operator reproduces the finding; the reproducer uses the whole mutant\n");
+  // The reproducer: from the reduced graph, else from the mutant itself.
+  std::string status = "NOT WRITTEN", note;
+  try {
+    tfg::torch::backend b;
+    const auto src = r.reduced ? dir / "reduced" : dir;
+    const auto m = b.load(src / "mutant.pt");
+    const auto inputs = tfg::torch::load_inputs((src / "inputs.pt").string(), m);
+    tfg::torch::repro_spec spec;
+    spec.id = meta.value("id", "");
+    spec.title = meta.value("title", "");
+    spec.kind = meta.value("kind", "");
+    spec.config_a = meta.value("config_a", "");
+    spec.config_b = meta.value("config_b", "");
+    spec.message = meta.value("message", "");
+    spec.versions = machine_versions();
+    tfg::torch::write_python_repro(m, inputs, spec, dir);
+    status = run_repro ? run_python_repro(dir, python, std::max(timeout_s * 4, 120)) : "NOT RUN";
+  } catch (const std::exception& e) {
+    note = tfg::torch::clean_error(e.what());
+  }
+  std::printf("repro.py: %s%s%s\n", status.c_str(), note.empty() ? "" : " - ", note.c_str());
+  meta["reduction"] = {{"reduced", r.reduced},       {"mutant_nodes", r.mutant_nodes}, {"reduced_nodes", r.reduced_nodes},
+                       {"depth", r.depth},           {"tries", r.steps.size()},        {"repro_py", status},
+                       {"repro_note", note}};
+  tfg::write_file_atomic(dir / "meta.json", meta.dump(1));
+  write_issue(dir, meta, r, status, note);
+  std::printf("issue draft: %s\n", (dir / "issue.md").c_str());
+  return status == "REPRODUCED" ? 0 : 1;
+}

@@ -4,6 +4,7 @@
 // threads_1_vs_n — within 2 log2(n) + 2 configuration runs; the worker's skeleton keeps the
 // positions of its import; the float64 reference keeps an explicit bf16 cast.
 #include <tfg/campaign/localise.hpp>
+#include <tfg/campaign/loop.hpp>
 #include <tfg/campaign/skeleton.hpp>
 #include <tfg/torch/backend.hpp>
 #include <tfg/torch/worker.hpp>
@@ -139,8 +140,50 @@ TEST_CASE("localise: a defect of an op-by-op configuration is named by one edge-
   INFO(l.note);
   REQUIRE(l.localised);
   CHECK(l.op == "tfg_test_fault::wrong_in_threads");
+  CHECK_FALSE(l.conditioned);  // wrong on its own inputs: a defect, not ill-conditioning
   CHECK(l.requests == 1);
   CHECK(runs == 4);  // eager, threads, float64, and channels_last as the float32 peer
+}
+
+// x + (-1e4) then softmax over the row: float32 absorbs x to steps of 2^-10 in the add (within
+// tolerance there, relative to 1e4), and the softmax of the sum, which cancels the -1e4, shows
+// that rounding at 1e-3 relative: a numeric mismatch against float64 localised at the softmax.
+// The softmax is accurate on the values it was given: ill-conditioning, dismissed as a finding.
+TEST_CASE("localise: an operator accurate on its own inputs is ill-conditioning, not a finding") {
+  auto g = std::make_shared<::torch::jit::Graph>();
+  ::torch::jit::parseIR(R"IR(
+graph(%x : Tensor):
+  %m : float = prim::Constant[value=-10000.]()
+  %one : int = prim::Constant[value=1]()
+  %none : NoneType = prim::Constant()
+  %y : Tensor = aten::add(%x, %m, %one)
+  %z : Tensor = aten::softmax(%y, %one, %none)
+  return (%z))IR", g.get());
+  const auto m = tt::torchscript_importer::from_graph(*g, "masked_softmax.ir");
+  const auto input = std::vector<c10::IValue>{at::randn({4, 16})};
+  const auto l = tt::trace_localise(m, input, "eager_op_by_op", "float64_reference");
+  INFO(l.note);
+  REQUIRE(l.position >= 0);
+  CHECK(l.op == "aten::softmax");
+  CHECK(l.divergence.kind == tfg::oracle::verdict_kind::numeric_mismatch);
+  CHECK(l.conditioned);
+  // End to end: the worker's verdict is a numeric mismatch, and findings_of drops it.
+  const files f(m);
+  in_process_worker w;
+  tc::worker_request req;
+  req.model = f.model.string();
+  req.inputs = f.inputs.string();
+  req.configs = {"eager_op_by_op", "float64_reference"};
+  const auto o = w(req);
+  REQUIRE(o.reply);
+  bool mismatch = false;
+  for (const auto& v : o.reply->verdicts) mismatch = mismatch || v.kind == tfg::oracle::verdict_kind::numeric_mismatch;
+  CHECK(mismatch);
+  tt::backend b;
+  tc::attribution fallback;
+  fallback.culprit_op = "aten::softmax";
+  const auto found = tc::findings_of(o, tc::localising_attributor<tt::backend>(req, fallback, b.configs(), std::ref(w)));
+  CHECK(found.empty());
 }
 
 TEST_CASE("localise: the worker's skeleton has the positions of its import, and the backend's outputs") {

@@ -63,6 +63,9 @@ struct attribution {
   std::string divergence;                ///< how its outputs differ
   std::string note;                      ///< what to know about the localisation
   int runs = 0;                          ///< configuration runs the localisation cost
+  /// The culprit computes its outputs accurately from its own inputs in both configurations:
+  /// a numeric divergence that is ill-conditioning (findings_of drops it).
+  bool conditioned = false;
 };
 
 /// Attributes what an outcome shows: `v` is the verdict of a differential finding (nullptr
@@ -234,6 +237,7 @@ struct finding_filter {
     const auto kind = oracle::finding_kind_of(v.kind);
     if (!kind || !filter.admits(*kind, v.config_a, v.config_b)) continue;
     const auto at = attribute(o, &v, *kind);
+    if (at.conditioned && *kind == K::numeric) continue;  // ill-conditioned, not a defect (docs/oracle.md)
     std::string detail;
     if (*kind == K::exception) detail = oracle::normalise_message(v.message);
     out.push_back({signature_of(*kind, v.config_a, v.config_b, at, std::move(detail)), v.message, at, &v});

@@ -43,6 +43,7 @@ struct localisation {
   int runs = 0;                      ///< configuration runs spent
   int requests = 0;                  ///< worker requests spent
   bool confirmed = false;            ///< the culprit's inputs were checked to agree
+  bool conditioned = false;          ///< the culprit is accurate on its own inputs (located::conditioned)
   std::string note;                  ///< why not localised, or what to know about the result
 };
 
@@ -88,6 +89,8 @@ class localiser {
       }
       take(out, l);
       out.confirmed = true;  // every edge was compared: the inputs agreed
+      out.conditioned = l.conditioned;
+      if (l.conditioned) out.note = l.note;
       return out;
     }
     // Bisection over the cone of the diverging outputs, in execution order.

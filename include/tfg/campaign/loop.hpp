@@ -252,6 +252,7 @@ template <class Backend>
     const auto l = loc.run(base, outs, op_by_op, crash, step);
     at.note = l.note;
     at.runs = l.runs;
+    at.conditioned = l.conditioned;
     if (!l.localised) return at;
     at.localised = true;
     at.culprit_op = l.op;

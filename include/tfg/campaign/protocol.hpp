@@ -103,6 +103,9 @@ struct located {
   std::vector<std::uint8_t> diverges;  ///< cut: per cut edge, 1 when it differs beyond tolerance
   int runs = 0;                        ///< configuration runs the request cost
   std::string note;
+  /// trace: the node computes its outputs accurately from its inputs in both configurations
+  /// (float64 on the same inputs): the numeric divergence is ill-conditioning, not a defect.
+  bool conditioned = false;
 };
 
 /// How one configuration ran.
@@ -216,7 +219,7 @@ namespace protocol_json {
 [[nodiscard]] inline nlohmann::json located_json(const located& l) {
   return {{"position", l.position}, {"op", l.op},       {"inputs", l.inputs}, {"states", l.states},
           {"divergence", verdict(l.divergence)}, {"kinds", l.kinds}, {"diverges", l.diverges},
-          {"runs", l.runs}, {"note", l.note}};
+          {"runs", l.runs}, {"note", l.note}, {"conditioned", l.conditioned}};
 }
 
 [[nodiscard]] inline located located_of(const nlohmann::json& j) {
@@ -230,6 +233,7 @@ namespace protocol_json {
   l.diverges = j.value("diverges", std::vector<std::uint8_t>{});
   l.runs = j.value("runs", 0);
   l.note = j.value("note", "");
+  l.conditioned = j.value("conditioned", false);
   return l;
 }
 

@@ -18,13 +18,15 @@ build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
 # The demo needs only the tool: do not compile the test suites and benchmarks for it. It
-# profiles the bundled seed, then runs a short campaign on it (round 0 judges the seed itself)
-# and prints the campaign's summary.
+# profiles the bundled seed, then runs a short campaign on it with live status (round 0 judges
+# the seed itself; findings are reduced to repro.py and issue.md within 60 s), prints the
+# campaign's summary and writes build/demo/report.html.
 demo: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS) --target flowmut
 	$(BUILD)/tools/flowmut profile tests/data/tiny_mix.pt
-	$(BUILD)/tools/flowmut run tests/data/tiny_mix.pt --rounds 20 --out $(BUILD)/demo --force -q
+	$(BUILD)/tools/flowmut run tests/data/tiny_mix.pt --rounds 20 --out $(BUILD)/demo --force --reduce-budget 60
 	$(BUILD)/tools/flowmut summary $(BUILD)/demo | tail -n 25
+	$(BUILD)/tools/flowmut report $(BUILD)/demo
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j 1

@@ -51,6 +51,7 @@ int run_repro_command(const std::string& dir, const std::string& self_exe, int t
                       const std::vector<std::string>& op_dirs);
 int run_reduce_command(const std::string& dir, const std::string& self_exe, int timeout_s, std::int64_t rss_limit_mb,
                        const std::string& python, bool run_repro, double budget_s = 0);
+int run_report_command(const std::string& dir);
 /// The Python that runs repro.py: $TFG_PYTHON, else /usr/bin/python3 (Debian's, with torch), else python3.
 std::string default_python();
 std::vector<std::string> default_operator_dirs(const std::vector<std::string>& given);

@@ -394,6 +394,10 @@ int main(int argc, char** argv) {
   reduce->add_option("--python", reduce_python, "the Python with torch that runs repro.py (default /usr/bin/python3, or $TFG_PYTHON)");
   reduce->add_flag("--no-run", reduce_no_run, "write repro.py without running it");
 
+  std::string report_dir;
+  auto* report = app.add_subcommand("report", "write DIR/report.html (summary, plots, findings) and DIR/findings.jsonl");
+  report->add_option("dir", report_dir, "campaign folder")->required()->check(CLI::ExistingDirectory);
+
   std::string worker_dir;
   auto* worker = app.add_subcommand("worker", "(internal) serve execution requests from a supervising campaign");
   worker->add_option("--dir", worker_dir, "folder for the write-ahead record")->required();
@@ -424,6 +428,7 @@ int main(int argc, char** argv) {
     if (*worker) return run_worker_command(worker_dir);
     if (*summary) return run_summary_command(summary_dir);
     if (*repro) return run_repro_command(repro_dir, self_exe, repro_timeout, repro_rss_mb, repro_ops);
+    if (*report) return run_report_command(report_dir);
     if (*reduce)
       return run_reduce_command(reduce_dir, self_exe, reduce_timeout, reduce_rss_mb, reduce_python, !reduce_no_run, 0);
     if (*cmp) return run_compare_command(ca, self_exe);

@@ -2,6 +2,7 @@
 // reproducer (repro.py), run it in a clean process and write the issue draft (issue.md).
 #include "commands.hpp"
 
+#include <tfg/campaign/report.hpp>
 #include <tfg/match/pool.hpp>
 #include <tfg/oracle/nan_propagation.hpp>
 #include <tfg/torch/backend.hpp>
@@ -204,4 +205,16 @@ int run_reduce_command(const std::string& dir_s, const std::string& self_exe, in
   write_issue(dir, meta, r, status, note);
   std::printf("issue draft: %s\n", (dir / "issue.md").c_str());
   return status == "REPRODUCED" ? 0 : 1;
+}
+
+int run_report_command(const std::string& dir) {
+  try {
+    const auto r = tfg::campaign::write_report(dir);
+    std::printf("report: %s (%zu rounds, %zu findings, %zu plots)\nfindings: %s\n", fs::absolute(r.html).c_str(), r.rounds,
+                r.findings, r.plots, fs::absolute(r.jsonl).c_str());
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "flowmut report: " << e.what() << "\n";
+    return 2;
+  }
 }

@@ -5,7 +5,8 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache
   libtorch-dev libopenblas0-openmp          # LibTorch 1.13 CPU; OpenBLAS (reference BLAS is 10-40x slower)
-  python3-torch python3-torchvision         # only to generate the seed zoo
+  python3-torch python3-torchvision         # the seed zoo; repro.py runs under plain PyTorch
+  chromium python3-pil                      # the report test renders report.html headless
   libboost-dev librange-v3-dev doctest-dev libbenchmark-dev
   nlohmann-json3-dev libfmt-dev libcli11-dev libsqlite3-dev libxxhash-dev
   clang                                     # the libFuzzer harness over the DSL front end (tests/fuzz)

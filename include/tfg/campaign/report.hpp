@@ -1,0 +1,324 @@
+#pragma once
+/// \file
+/// The campaign report (`flowmut report DIR`): a static `DIR/report.html` that opens from disk
+/// with no network — the campaign summary, diversity over rounds (LIC, LPC, LSC, DFSD,
+/// signatures), rewards over rounds, legality by verdict and reason, the findings table — and
+/// one page per finding (`DIR/findings/ID/index.html`: localisation, reduction, reproducer
+/// status, issue draft); plus `DIR/findings.jsonl`, one JSON object per finding. Plots are
+/// inline SVG written here. Backend-neutral: it reads the store and the finding folders.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tfg/campaign/store.hpp"
+#include "tfg/util/atomic_file.hpp"
+
+namespace tfg::campaign {
+
+namespace report_detail {
+
+[[nodiscard]] inline std::string esc(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+[[nodiscard]] inline std::string num(double v, int digits = 3) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.*g", digits, v);
+  return b;
+}
+
+[[nodiscard]] inline std::string read_text(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+using series = std::pair<std::string, std::vector<std::pair<double, double>>>;
+
+inline constexpr const char* palette[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"};
+
+/// A line chart: one polyline per series, axes with their ranges, a legend. `cls` names the
+/// svg element (tests find plots by it).
+[[nodiscard]] inline std::string line_chart(const std::string& title, const std::vector<series>& data,
+                                            const std::string& x_label, const std::string& cls) {
+  const double W = 460, H = 220, L = 64, R = 12, T = 28, B = 34;
+  double x0 = 0, x1 = 1, y0 = 0, y1 = 1;
+  bool any = false;
+  for (const auto& [name, pts] : data)
+    for (const auto& [x, y] : pts) {
+      if (!std::isfinite(y)) continue;
+      if (!any) x0 = x1 = x, y0 = y1 = y, any = true;
+      x0 = std::min(x0, x), x1 = std::max(x1, x), y0 = std::min(y0, y), y1 = std::max(y1, y);
+    }
+  y0 = std::min(y0, 0.0);
+  if (x1 <= x0) x1 = x0 + 1;
+  if (y1 <= y0) y1 = y0 + 1;
+  auto px = [&](double x) { return L + (x - x0) / (x1 - x0) * (W - L - R); };
+  auto py = [&](double y) { return H - B - (y - y0) / (y1 - y0) * (H - T - B); };
+  std::ostringstream s;
+  s << "<svg class=\"plot " << cls << "\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
+    << "\" viewBox=\"0 0 " << W << " " << H << "\">"
+    << "<text x=\"" << L << "\" y=\"16\" class=\"t\">" << esc(title) << "</text>"
+    << "<line x1=\"" << L << "\" y1=\"" << H - B << "\" x2=\"" << W - R << "\" y2=\"" << H - B << "\" class=\"ax\"/>"
+    << "<line x1=\"" << L << "\" y1=\"" << T << "\" x2=\"" << L << "\" y2=\"" << H - B << "\" class=\"ax\"/>"
+    << "<text x=\"" << L - 4 << "\" y=\"" << py(y1) + 4 << "\" class=\"l\" text-anchor=\"end\">" << num(y1) << "</text>"
+    << "<text x=\"" << L - 4 << "\" y=\"" << py(y0) + 4 << "\" class=\"l\" text-anchor=\"end\">" << num(y0) << "</text>"
+    << "<text x=\"" << L << "\" y=\"" << H - B + 14 << "\" class=\"l\">" << num(x0) << "</text>"
+    << "<text x=\"" << W - R << "\" y=\"" << H - B + 14 << "\" class=\"l\" text-anchor=\"end\">" << num(x1) << "</text>"
+    << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << H - 4 << "\" class=\"l\" text-anchor=\"middle\">" << esc(x_label)
+    << "</text>";
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    const auto& [name, pts] = data[i];
+    const char* color = palette[i % std::size(palette)];
+    std::ostringstream p;
+    for (const auto& [x, y] : pts)
+      if (std::isfinite(y)) p << num(px(x), 6) << "," << num(py(y), 6) << " ";
+    s << "<polyline class=\"series\" data-name=\"" << esc(name) << "\" fill=\"none\" stroke=\"" << color
+      << "\" stroke-width=\"1.8\" points=\"" << p.str() << "\"/>";
+    if (pts.size() == 1)
+      s << "<circle cx=\"" << px(pts[0].first) << "\" cy=\"" << py(pts[0].second) << "\" r=\"3\" fill=\"" << color << "\"/>";
+    s << "<text x=\"" << W - R - 4 << "\" y=\"" << T + 12 + 13 * static_cast<double>(i) << "\" class=\"l\" text-anchor=\"end\" fill=\""
+      << color << "\">" << esc(name) << "</text>";
+  }
+  s << "</svg>";
+  return s.str();
+}
+
+/// Horizontal bars, one per (label, count).
+[[nodiscard]] inline std::string bar_chart(const std::string& title, const std::vector<std::pair<std::string, double>>& bars,
+                                           const std::string& cls) {
+  const double W = 460, row = 20, T = 28, L = 190;
+  const double H = T + row * static_cast<double>(std::max<std::size_t>(bars.size(), 1)) + 10;
+  double top = 1;
+  for (const auto& [l, v] : bars) top = std::max(top, v);
+  std::ostringstream s;
+  s << "<svg class=\"plot " << cls << "\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
+    << "\" viewBox=\"0 0 " << W << " " << H << "\"><text x=\"4\" y=\"16\" class=\"t\">" << esc(title) << "</text>";
+  for (std::size_t i = 0; i < bars.size(); ++i) {
+    const double y = T + row * static_cast<double>(i);
+    const double w = (W - L - 50) * bars[i].second / top;
+    s << "<text x=\"" << L - 6 << "\" y=\"" << y + 13 << "\" class=\"l\" text-anchor=\"end\">" << esc(bars[i].first.substr(0, 34))
+      << "</text><rect class=\"bar\" x=\"" << L << "\" y=\"" << y + 2 << "\" width=\"" << std::max(w, 1.0) << "\" height=\""
+      << row - 6 << "\" fill=\"" << palette[i % std::size(palette)] << "\"/><text x=\"" << L + w + 4 << "\" y=\"" << y + 13
+      << "\" class=\"l\">" << num(bars[i].second, 6) << "</text>";
+  }
+  s << "</svg>";
+  return s.str();
+}
+
+inline constexpr const char* style = R"CSS(
+body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1200px}
+h1{font-size:22px}h2{font-size:18px;margin-top:28px}
+table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:4px 6px;text-align:left;vertical-align:top}
+th{background:#f3f3f3}.plots{display:flex;flex-wrap:wrap;gap:12px}
+svg.plot{border:1px solid #ddd;background:#fff}svg .t{font-size:13px;font-weight:600}svg .l{font-size:11px}
+svg .ax{stroke:#888;stroke-width:1}pre{background:#f6f6f6;padding:8px;overflow-x:auto;font-size:12px}
+.ok{color:#2a7a2a;font-weight:600}.bad{color:#b22;font-weight:600}.muted{color:#777}
+)CSS";
+
+/// The reason class of a round's reason text: its first clause, numbers masked.
+[[nodiscard]] inline std::string reason_class(const std::string& reason) {
+  std::string r = reason.substr(0, reason.find_first_of(":(\n"));
+  std::string out;
+  for (char c : r) out += (c >= '0' && c <= '9') ? 'N' : c;
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out.empty() ? std::string("(no reason)") : out;
+}
+
+}  // namespace report_detail
+
+/// What write_report wrote.
+struct report_result {
+  std::filesystem::path html, jsonl;
+  std::size_t findings = 0, rounds = 0, plots = 0;
+};
+
+/// Writes `dir/report.html`, `dir/findings.jsonl` and `dir/findings/ID/index.html` for the
+/// campaign in `dir`. Throws std::runtime_error when `dir` holds no campaign store.
+inline report_result write_report(const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  using namespace report_detail;
+  if (!fs::is_regular_file(dir / "campaign.db"))
+    throw std::runtime_error(dir.string() + " is not a campaign folder (no campaign.db)");
+  auto opened = store::open(dir / "campaign.db");
+  if (!opened) throw std::runtime_error(opened.error());
+  const store& db = *opened;
+  report_result out;
+  const auto rounds = db.rounds();
+  const auto findings = db.findings();
+  const auto metrics = db.metrics();
+  out.rounds = rounds.size();
+  out.findings = findings.size();
+
+  // findings.jsonl: the row, plus what the finding folder adds (localisation, reduction).
+  std::ostringstream jsonl;
+  std::vector<nlohmann::json> metas;
+  for (const auto& f : findings) {
+    nlohmann::json meta = nlohmann::json::object();
+    {
+      std::ifstream in(dir / f.dir / "meta.json");
+      auto m = nlohmann::json::parse(in, nullptr, false);
+      if (!m.is_discarded()) meta = std::move(m);
+    }
+    nlohmann::json j = {{"id", f.id},           {"kind", f.kind},           {"title", f.title},
+                        {"culprit_op", f.culprit_op}, {"config_a", f.config_a}, {"config_b", f.config_b},
+                        {"dtype", f.dtype},     {"device", f.device},       {"status", f.status},
+                        {"first_round", f.first_round}, {"last_round", f.last_round}, {"instances", f.instances},
+                        {"reliability", f.reliability}, {"dir", f.dir},     {"key", f.key}};
+    if (meta.contains("localisation")) j["localisation"] = meta["localisation"];
+    if (meta.contains("reduction")) j["reduction"] = meta["reduction"];
+    jsonl << j.dump() << "\n";
+    metas.push_back(std::move(meta));
+  }
+  out.jsonl = dir / "findings.jsonl";
+  write_file_atomic(out.jsonl, jsonl.str());
+
+  // Plots.
+  std::vector<std::string> plots;
+  std::map<std::string, series> curves;
+  for (const auto& [r, values] : metrics)
+    for (const auto& [name, v] : values) curves[name].second.emplace_back(static_cast<double>(r), v);
+  for (const char* name : {"lic", "lpc", "lsc", "dfsd", "signatures"}) {
+    auto it = curves.find(name);
+    if (it == curves.end()) continue;
+    std::string upper = name;
+    for (auto& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    plots.push_back(line_chart(upper + " over rounds", {{upper, it->second.second}}, "round", "diversity"));
+  }
+  {
+    series reward{"reward", {}}, avg{"running mean", {}};
+    double sum = 0;
+    std::size_t n = 0;
+    for (const auto& r : rounds) {
+      if (r.arm < 0) continue;
+      reward.second.emplace_back(static_cast<double>(r.round), r.reward);
+      sum += r.reward;
+      ++n;
+      avg.second.emplace_back(static_cast<double>(r.round), sum / static_cast<double>(n));
+    }
+    plots.push_back(line_chart("rewards over rounds", {reward, avg}, "round", "rewards"));
+  }
+  std::vector<std::pair<std::string, double>> verdicts;
+  for (const auto& [k, v] : db.verdict_counts()) verdicts.emplace_back(k, static_cast<double>(v));
+  plots.push_back(bar_chart("rounds by verdict", verdicts, "legality"));
+  std::map<std::string, double> reasons;
+  for (const auto& r : rounds)
+    if (r.verdict == round_verdict::illegal || r.verdict == round_verdict::rejected) reasons[reason_class(r.reason)] += 1;
+  std::vector<std::pair<std::string, double>> top(reasons.begin(), reasons.end());
+  std::sort(top.begin(), top.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  if (top.size() > 10) top.resize(10);
+  if (!top.empty()) plots.push_back(bar_chart("illegal and rejected rounds by reason", top, "legality"));
+  out.plots = plots.size();
+
+  // The page.
+  const auto t = db.summarise();
+  std::ostringstream h;
+  h << "<!doctype html><html><head><meta charset=\"utf-8\"><title>flowmut report: " << esc(dir.filename().string())
+    << "</title><style>" << style << "</style></head><body>";
+  h << "<h1>flowmut campaign report</h1><table class=\"summary\">";
+  auto row = [&](const std::string& k, const std::string& v) { h << "<tr><th>" << esc(k) << "</th><td>" << v << "</td></tr>"; };
+  row("campaign", esc(fs::absolute(dir).string()));
+  if (auto s = db.meta("seed_model")) row("seed model", esc(*s));
+  if (auto s = db.meta("policy")) row("policy", esc(*s));
+  row("rounds", std::to_string(t.rounds) + " (" + std::to_string(t.executed) + " executed, legal rate " + num(t.legal_rate) + ")");
+  row("time in rounds", num(t.minutes) + " min");
+  std::size_t flaky = 0;
+  for (const auto& f : findings) flaky += f.status == "flaky";
+  row("findings", std::to_string(findings.size() - flaky) + " distinct" + (flaky ? ", " + std::to_string(flaky) + " flaky" : ""));
+  h << "</table>";
+  h << "<h2>Findings</h2><table class=\"findings\"><tr><th>id</th><th>kind</th><th>culprit</th><th>pair</th><th>rounds</th>"
+       "<th>instances</th><th>reliability</th><th>reduced</th><th>repro.py</th><th>title</th></tr>";
+  for (std::size_t i = 0; i < findings.size(); ++i) {
+    const auto& f = findings[i];
+    const auto& meta = metas[i];
+    std::string reduced = "<span class=\"muted\">not reduced</span>", repro = "<span class=\"muted\">-</span>";
+    if (meta.contains("reduction")) {
+      const auto& r = meta["reduction"];
+      if (r.value("reduced", false))
+        reduced = std::to_string(r.value("reduced_nodes", 0)) + " of " + std::to_string(r.value("mutant_nodes", 0));
+      const std::string st = r.value("repro_py", "");
+      repro = "<span class=\"" + std::string(st == "REPRODUCED" ? "ok" : "bad") + "\">" + esc(st) + "</span>";
+    }
+    h << "<tr class=\"finding" << (f.status == "flaky" ? " flaky" : "") << "\"><td><a href=\"" << esc(f.dir)
+      << "/index.html\">" << esc(f.id) << "</a></td><td>" << esc(f.kind) << "</td><td>" << esc(f.culprit_op) << "</td><td>"
+      << esc(f.config_a) << " vs " << esc(f.config_b) << "</td><td>" << f.first_round << "-" << f.last_round << "</td><td>"
+      << f.instances << "</td><td>" << num(f.reliability) << "</td><td>" << reduced << "</td><td>" << repro << "</td><td>"
+      << esc(f.title) << "</td></tr>";
+  }
+  h << "</table>";
+  if (findings.empty()) h << "<p class=\"muted\">No findings.</p>";
+  h << "<h2>Diversity, rewards and legality</h2><div class=\"plots\">";
+  for (const auto& p : plots) h << p;
+  h << "</div><p class=\"muted\">Written by flowmut report; opens from disk, no network. findings.jsonl beside it.</p>"
+       "</body></html>\n";
+  out.html = dir / "report.html";
+  write_file_atomic(out.html, h.str());
+
+  // One page per finding.
+  for (std::size_t i = 0; i < findings.size(); ++i) {
+    const auto& f = findings[i];
+    const auto& meta = metas[i];
+    const auto fdir = dir / f.dir;
+    if (!fs::is_directory(fdir)) continue;
+    std::ostringstream p;
+    p << "<!doctype html><html><head><meta charset=\"utf-8\"><title>" << esc(f.id) << "</title><style>" << style
+      << "</style></head><body><p><a href=\"../../report.html\">campaign report</a></p><h1>" << esc(f.title) << "</h1>";
+    p << "<table>";
+    auto prow = [&](const std::string& k, const std::string& v) { p << "<tr><th>" << esc(k) << "</th><td>" << v << "</td></tr>"; };
+    prow("id", esc(f.id));
+    prow("kind", esc(f.kind));
+    prow("configurations", esc(f.config_a) + " vs " + esc(f.config_b));
+    prow("rounds", std::to_string(f.first_round) + "-" + std::to_string(f.last_round) + ", " + std::to_string(f.instances) +
+                       " instance(s), reliability " + num(f.reliability) + " (" + esc(f.status) + ")");
+    prow("message", "<pre>" + esc(f.message) + "</pre>");
+    if (meta.contains("localisation")) {
+      const auto& l = meta["localisation"];
+      std::string st;
+      for (const auto& s : l.value("input_states", nlohmann::json::array())) st += esc(s.get<std::string>()) + "<br>";
+      prow("localised", l.value("localised", false) ? esc(l.value("operator", std::string())) + " at position " +
+                                                         std::to_string(l.value("position", 0))
+                                                   : "no: " + esc(l.value("note", std::string())));
+      prow("inputs at the operator", st.empty() ? esc(l.value("inputs", std::string())) : st);
+    }
+    if (meta.contains("reduction")) {
+      const auto& r = meta["reduction"];
+      prow("reduced graph", r.value("reduced", false) ? std::to_string(r.value("reduced_nodes", 0)) + " of " +
+                                                          std::to_string(r.value("mutant_nodes", 0)) + " operators (depth " +
+                                                          std::to_string(r.value("depth", 0)) + ")"
+                                                    : "not reduced");
+      prow("repro.py", esc(r.value("repro_py", std::string())) + " (<a href=\"repro.py\">repro.py</a>, <a href=\"repro.log\">output</a>)");
+    } else {
+      prow("reduction", "not made: <code>flowmut reduce " + esc((dir / f.dir).string()) + "</code>");
+    }
+    p << "</table>";
+    const auto issue = read_text(fdir / "issue.md");
+    if (!issue.empty()) p << "<h2>Issue draft (issue.md)</h2><pre>" << esc(issue) << "</pre>";
+    p << "</body></html>\n";
+    write_file_atomic(fdir / "index.html", p.str());
+  }
+  return out;
+}
+
+}  // namespace tfg::campaign

@@ -238,7 +238,8 @@ int run_campaign_command(run_args a, const std::string& self_exe) {
       }
       std::fflush(stdout);
       (void)run_reduce_command((fs::path(a.out) / "findings" / f.id).string(), self_exe, a.timeout_s,
-                               a.rss_limit_mb > 0 ? a.rss_limit_mb : 8192, default_python(), true, left);
+                               a.rss_limit_mb > 0 ? a.rss_limit_mb : 8192, default_python(), true, left,
+                               /*build_cpp=*/false);  // about a minute each: `flowmut reduce` builds it
     }
   }
   return 0;

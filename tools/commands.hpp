@@ -50,7 +50,7 @@ int run_summary_command(const std::string& dir);
 int run_repro_command(const std::string& dir, const std::string& self_exe, int timeout_s, std::int64_t rss_limit_mb,
                       const std::vector<std::string>& op_dirs);
 int run_reduce_command(const std::string& dir, const std::string& self_exe, int timeout_s, std::int64_t rss_limit_mb,
-                       const std::string& python, bool run_repro, double budget_s = 0);
+                       const std::string& python, bool run_repro, double budget_s = 0, bool build_cpp = true);
 int run_report_command(const std::string& dir);
 /// The Python that runs repro.py: $TFG_PYTHON, else /usr/bin/python3 (Debian's, with torch), else python3.
 std::string default_python();

@@ -392,7 +392,9 @@ int main(int argc, char** argv) {
   reduce->add_option("--timeout", reduce_timeout, "seconds per try before it counts as a hang")->default_val(60)->check(CLI::Range(1, 86400));
   reduce->add_option("--rss-limit-mb", reduce_rss_mb, "worker memory limit")->default_val(8192);
   reduce->add_option("--python", reduce_python, "the Python with torch that runs repro.py (default /usr/bin/python3, or $TFG_PYTHON)");
-  reduce->add_flag("--no-run", reduce_no_run, "write repro.py without running it");
+  reduce->add_flag("--no-run", reduce_no_run, "write repro.py and repro.cpp without running them");
+  bool reduce_no_cpp = false;
+  reduce->add_flag("--no-cpp-build", reduce_no_cpp, "do not build and run repro.cpp (g++ and libtorch-dev, about a minute)");
 
   std::string report_dir;
   auto* report = app.add_subcommand("report", "write DIR/report.html (summary, plots, findings) and DIR/findings.jsonl");
@@ -430,7 +432,7 @@ int main(int argc, char** argv) {
     if (*repro) return run_repro_command(repro_dir, self_exe, repro_timeout, repro_rss_mb, repro_ops);
     if (*report) return run_report_command(report_dir);
     if (*reduce)
-      return run_reduce_command(reduce_dir, self_exe, reduce_timeout, reduce_rss_mb, reduce_python, !reduce_no_run, 0);
+      return run_reduce_command(reduce_dir, self_exe, reduce_timeout, reduce_rss_mb, reduce_python, !reduce_no_run, 0, !reduce_no_cpp);
     if (*cmp) return run_compare_command(ca, self_exe);
     if (*run) {
       if (ra.model.empty() && !ra.resume) {

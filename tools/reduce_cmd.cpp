@@ -62,6 +62,27 @@ std::string machine_versions() {
   return s.str();
 }
 
+/// Builds repro.cpp in `dir` with the command in its header and runs it (a clean process);
+/// the status is its last line, or why it did not build.
+std::string run_cpp_repro(const fs::path& dir, int timeout_s, std::string& note) {
+  const std::string build = "cd '" + dir.string() +
+                            "' && g++ -std=c++17 -O1 repro.cpp -o repro -I/usr/include/torch/csrc/api/include -ltorch "
+                            "-ltorch_cpu -lc10 > repro_cpp_build.log 2>&1";
+  if (std::system(build.c_str()) != 0) {
+    note = "repro.cpp did not build (repro_cpp_build.log)";
+    return "ERROR";
+  }
+  const std::string cmd = "cd '" + dir.string() + "' && timeout " + std::to_string(timeout_s) + " ./repro > repro_cpp.log 2>&1";
+  const int rc = std::system(cmd.c_str());
+  std::string last;
+  std::istringstream lines(read_text(dir / "repro_cpp.log"));
+  for (std::string l; std::getline(lines, l);)
+    if (!l.empty()) last = l;
+  if (last == "REPRODUCED" || last == "NOT REPRODUCED") return last;
+  if (WIFEXITED(rc) && WEXITSTATUS(rc) == 124) return "TIMED OUT";
+  return "ERROR";
+}
+
 /// The part of at::show_config() a framework developer asks for first (BLAS, oneDNN, ISA).
 std::string build_config() {
   std::istringstream lines(at::show_config());
@@ -92,7 +113,7 @@ std::string build_config() {
 }
 
 void write_issue(const fs::path& dir, const nlohmann::json& meta, const tfg::torch::reduce_outcome& r,
-                 const std::string& repro_status, const std::string& repro_note) {
+                 const std::string& repro_status, const std::string& repro_note, const std::string& cpp_status) {
   const auto& loc = meta.contains("localisation") ? meta["localisation"] : nlohmann::json::object();
   const std::string op = meta.value("culprit_op", "?");
   const std::string a = meta.value("config_a", "?"), b = meta.value("config_b", "?");
@@ -117,7 +138,8 @@ void write_issue(const fs::path& dir, const nlohmann::json& meta, const tfg::tor
   md << "\n\n### Minimal reproduction\n\n";
   md << "`repro.py` (plain PyTorch, imports torch only; inputs and constants in `repro_data.pt` beside it): "
      << "run `python3 repro.py`. Re-run in a clean process before this draft was written: **" << repro_status << "**"
-     << (repro_note.empty() ? "" : " (" + repro_note + ")") << ".\n\n";
+     << (repro_note.empty() ? "" : " (" + repro_note + ")") << ". The same in plain LibTorch: `repro.cpp` (build "
+     << "command in its first lines): **" << cpp_status << "**.\n\n";
   const auto py = read_text(dir / "repro.py");
   const auto cls = py.find("class Repro(");
   auto drv = py.find("\nRepro64 = Repro");
@@ -148,7 +170,7 @@ std::string default_python() {
 }
 
 int run_reduce_command(const std::string& dir_s, const std::string& self_exe, int timeout_s, std::int64_t rss_limit_mb,
-                       const std::string& python, bool run_repro, double budget_s) {
+                       const std::string& python, bool run_repro, double budget_s, bool build_cpp) {
   const fs::path dir(dir_s);
   std::ifstream in(dir / "meta.json");
   auto meta = nlohmann::json::parse(in, nullptr, false);
@@ -178,7 +200,7 @@ int run_reduce_command(const std::string& dir_s, const std::string& self_exe, in
   else
     std::printf("not reduced: no window of the operator reproduces the finding; the reproducer uses the whole mutant\n");
   // The reproducer: from the reduced graph, else from the mutant itself.
-  std::string status = "NOT WRITTEN", note;
+  std::string status = "NOT WRITTEN", note, cpp_status = "NOT WRITTEN", cpp_note;
   try {
     tfg::torch::backend b;
     const auto src = r.reduced ? dir / "reduced" : dir;
@@ -193,16 +215,19 @@ int run_reduce_command(const std::string& dir_s, const std::string& self_exe, in
     spec.message = meta.value("message", "");
     spec.versions = machine_versions();
     tfg::torch::write_python_repro(m, inputs, spec, dir);
+    tfg::torch::write_cpp_repro(m, spec, dir);
     status = run_repro ? run_python_repro(dir, python, std::max(timeout_s * 4, 120)) : "NOT RUN";
+    cpp_status = run_repro && build_cpp ? run_cpp_repro(dir, std::max(timeout_s * 4, 120), cpp_note) : "NOT RUN";
   } catch (const std::exception& e) {
     note = tfg::torch::clean_error(e.what());
   }
   std::printf("repro.py: %s%s%s\n", status.c_str(), note.empty() ? "" : " - ", note.c_str());
+  std::printf("repro.cpp: %s%s%s\n", cpp_status.c_str(), cpp_note.empty() ? "" : " - ", cpp_note.c_str());
   meta["reduction"] = {{"reduced", r.reduced},       {"mutant_nodes", r.mutant_nodes}, {"reduced_nodes", r.reduced_nodes},
                        {"depth", r.depth},           {"tries", r.steps.size()},        {"repro_py", status},
-                       {"repro_note", note}};
+                       {"repro_note", note},         {"repro_cpp", cpp_status},        {"repro_cpp_note", cpp_note}};
   tfg::write_file_atomic(dir / "meta.json", meta.dump(1));
-  write_issue(dir, meta, r, status, note);
+  write_issue(dir, meta, r, status, note, cpp_status);
   std::printf("issue draft: %s\n", (dir / "issue.md").c_str());
   return status == "REPRODUCED" ? 0 : 1;
 }

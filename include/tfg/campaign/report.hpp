@@ -249,7 +249,7 @@ inline report_result write_report(const std::filesystem::path& dir) {
   row("findings", std::to_string(findings.size() - flaky) + " distinct" + (flaky ? ", " + std::to_string(flaky) + " flaky" : ""));
   h << "</table>";
   h << "<h2>Findings</h2><table class=\"findings\"><tr><th>id</th><th>kind</th><th>culprit</th><th>pair</th><th>rounds</th>"
-       "<th>instances</th><th>reliability</th><th>reduced</th><th>repro.py</th><th>title</th></tr>";
+       "<th>instances</th><th>reliability</th><th>reduced</th><th>repro.py / .cpp</th><th>title</th></tr>";
   for (std::size_t i = 0; i < findings.size(); ++i) {
     const auto& f = findings[i];
     const auto& meta = metas[i];
@@ -258,8 +258,12 @@ inline report_result write_report(const std::filesystem::path& dir) {
       const auto& r = meta["reduction"];
       if (r.value("reduced", false))
         reduced = std::to_string(r.value("reduced_nodes", 0)) + " of " + std::to_string(r.value("mutant_nodes", 0));
-      const std::string st = r.value("repro_py", "");
-      repro = "<span class=\"" + std::string(st == "REPRODUCED" ? "ok" : "bad") + "\">" + esc(st) + "</span>";
+      auto status = [&](const char* key) {
+        const std::string st = r.value(key, "");
+        return "<span class=\"" + std::string(st == "REPRODUCED" ? "ok" : st == "NOT RUN" ? "muted" : "bad") + "\">" + esc(st) +
+               "</span>";
+      };
+      repro = status("repro_py") + "<br><span class=\"muted\">cpp:</span> " + status("repro_cpp");
     }
     h << "<tr class=\"finding" << (f.status == "flaky" ? " flaky" : "") << "\"><td><a href=\"" << esc(f.dir)
       << "/index.html\">" << esc(f.id) << "</a></td><td>" << esc(f.kind) << "</td><td>" << esc(f.culprit_op) << "</td><td>"
@@ -309,6 +313,7 @@ inline report_result write_report(const std::filesystem::path& dir) {
                                                           std::to_string(r.value("depth", 0)) + ")"
                                                     : "not reduced");
       prow("repro.py", esc(r.value("repro_py", std::string())) + " (<a href=\"repro.py\">repro.py</a>, <a href=\"repro.log\">output</a>)");
+      prow("repro.cpp", esc(r.value("repro_cpp", std::string())) + " (<a href=\"repro.cpp\">repro.cpp</a>, <a href=\"repro_cpp.log\">output</a>)");
     } else {
       prow("reduction", "not made: <code>flowmut reduce " + esc((dir / f.dir).string()) + "</code>");
     }

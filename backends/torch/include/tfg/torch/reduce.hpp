@@ -5,7 +5,8 @@
 ///
 ///  - windows (window.hpp): `window_of`, `window_model`, `locate_culprit`.
 ///  - `record_boundary(m, inputs, boundary)`: those edges' values on every input of `inputs`
-///    (op by op, each value copied when produced, before a later in-place operator writes it).
+///    (op by op, each value copied when produced, before a later in-place operator writes it);
+///    `fold_constant_inputs`: boundary tensors computed from constants only become constants.
 ///  - `reduce_finding(dir, worker, ...)`: grows the window (depth 0, 1, 2, 3, 4, 6, 8, ...) until
 ///    it reproduces the finding's signature in a fresh worker (campaign::replay), checkpointing
 ///    each try in `dir/reduce/progress.json`; the first that does is `dir/reduced/`.
@@ -51,6 +52,81 @@ namespace tfg::torch {
     out.push_back(std::move(values));
   }
   return out;
+}
+
+/// Edges whose value depends on no graph input (computed from constants only; index = edge).
+[[nodiscard]] inline std::vector<char> constant_derived(const model& m) {
+  const auto& g = m.graph;
+  std::vector<char> out(g.edge_capacity(), 0);
+  for (auto n : g.topological_order()) {
+    bool derived = true;
+    for (auto e : g.inputs(n)) derived = derived && out[graph::index(e)];
+    for (auto e : g.outputs(n)) out[graph::index(e)] = derived;
+  }
+  return out;
+}
+
+/// The window with each graph input that stands for a constant-derived tensor (the same value
+/// on every input) turned into a tensor constant holding the recorded value, as freezing would
+/// have folded it in the mutant: `optimize_for_inference` folds batch norm into a convolution
+/// only when its statistics are constants. `values` loses those arguments.
+inline void fold_constant_inputs(const model& m, window_result& wm, input_set& values) {
+  const auto derived = constant_derived(m);
+  std::vector<char> fold(wm.boundary.size(), 0);
+  bool any = false;
+  for (std::size_t i = 0; i < wm.boundary.size(); ++i) {
+    if (!derived[graph::index(wm.boundary[i])] || values.empty() || !values[0][i].isTensor()) continue;
+    bool same = true;
+    for (const auto& v : values) same = same && v[i].isTensor() && v[i].toTensor().equal(values[0][i].toTensor());
+    fold[i] = same;
+    any = any || same;
+  }
+  if (!any) return;
+  const auto& g = wm.reduced.graph;
+  model out;
+  out.source = wm.reduced.source;
+  std::vector<graph::edge_id> map(g.edge_capacity(), graph::no_edge);
+  std::vector<graph::edge_id> boundary;
+  const auto ins = g.graph_inputs();
+  for (std::size_t i = 0; i < ins.size(); ++i) {
+    if (fold[i]) continue;
+    map[graph::index(ins[i])] = out.graph.add_input(g.data(ins[i]));
+    boundary.push_back(wm.boundary[i]);
+    out.input_names.push_back(i < wm.reduced.input_names.size() ? wm.reduced.input_names[i] : "x" + std::to_string(i));
+  }
+  for (std::size_t i = 0; i < ins.size(); ++i) {
+    if (!fold[i]) continue;
+    node_data c;
+    c.kind = c10::prim::Constant;
+    c.constant = c10::IValue(values[0][i].toTensor());
+    c.where = "recorded value of a constant-derived edge";
+    const auto n = out.graph.add_node(std::move(c), std::span<const graph::edge_id>{}, {g.data(ins[i])});
+    map[graph::index(ins[i])] = out.graph.outputs(n)[0];
+  }
+  for (auto n : g.topological_order()) {
+    std::vector<graph::edge_id> in;
+    for (auto e : g.inputs(n)) in.push_back(map[graph::index(e)]);
+    std::vector<edge_data> outs;
+    for (auto e : g.outputs(n)) outs.push_back(g.data(e));
+    const auto nn = out.graph.add_node(g.data(n), in, std::move(outs));
+    const auto a = g.outputs(n), b = out.graph.outputs(nn);
+    for (std::size_t k = 0; k < a.size(); ++k) map[graph::index(a[k])] = b[k];
+  }
+  out.output = wm.reduced.output;
+  auto remap = [&](auto&& self, output_tree& t) -> void {
+    if (t.how == output_tree::form::edge) t.edge = map[graph::index(t.edge)];
+    for (auto& i : t.items) self(self, i);
+  };
+  remap(remap, out.output);
+  for (auto e : g.graph_outputs()) out.graph.add_output(map[graph::index(e)]);
+  for (auto& v : values) {
+    std::vector<c10::IValue> kept;
+    for (std::size_t i = 0; i < v.size(); ++i)
+      if (!fold[i]) kept.push_back(v[i]);
+    v = std::move(kept);
+  }
+  wm.reduced = std::move(out);
+  wm.boundary = std::move(boundary);
 }
 
 /// One try of a reduction.
@@ -190,7 +266,8 @@ inline reduce_outcome reduce_finding(const std::filesystem::path& dir, const std
       st.nodes = w.nodes;
       try {
         auto wm = window_model(m, w, *culprit);
-        const auto values = record_boundary(m, inputs, wm.boundary);
+        auto values = record_boundary(m, inputs, wm.boundary);
+        fold_constant_inputs(m, wm, values);
         fs::create_directories(cand);
         b.save(wm.reduced, cand / "mutant.pt");
         save_inputs(values, cand / "inputs.pt");

@@ -131,7 +131,8 @@ void write_issue(const fs::path& dir, const nlohmann::json& meta, const tfg::tor
      << meta.value("title", "") << ".";
   if (r.reduced)
     md << " The graph below is the finding's mutant reduced to the operator's window (" << r.reduced_nodes
-       << " of " << r.mutant_nodes << " operators, depth " << r.depth << "), its inputs recorded on the mutant.";
+       << " of " << r.mutant_nodes << " operators, depth " << r.depth << "), its inputs recorded on the mutant ("
+       << r.inputs_kept << " of the campaign's " << r.inputs_total << " inputs).";
   md << "\n\nInput state at the operator: `" << loc.value("inputs", meta.value("inputs", std::string("?"))) << "`";
   if (loc.contains("input_states"))
     for (const auto& s : loc["input_states"]) md << "\n- `" << s.get<std::string>() << "`";
@@ -192,8 +193,8 @@ int run_reduce_command(const std::string& dir_s, const std::string& self_exe, in
     return 2;
   }
   if (r.reduced)
-    std::printf("reduced: %zu of %zu operators (depth %zu) in %s\n", r.reduced_nodes, r.mutant_nodes, r.depth,
-                (dir / "reduced").c_str());
+    std::printf("reduced: %zu of %zu operators (depth %zu), %zu of %zu inputs, in %s\n", r.reduced_nodes, r.mutant_nodes,
+                r.depth, r.inputs_kept, r.inputs_total, (dir / "reduced").c_str());
   else if (r.budget_spent)
     std::printf("not reduced: the budget was spent before a window reproduced (run `flowmut reduce %s` to go on); "
                 "the reproducer uses the whole mutant\n", dir_s.c_str());
@@ -225,7 +226,8 @@ int run_reduce_command(const std::string& dir_s, const std::string& self_exe, in
   std::printf("repro.cpp: %s%s%s\n", cpp_status.c_str(), cpp_note.empty() ? "" : " - ", cpp_note.c_str());
   meta["reduction"] = {{"reduced", r.reduced},       {"mutant_nodes", r.mutant_nodes}, {"reduced_nodes", r.reduced_nodes},
                        {"depth", r.depth},           {"tries", r.steps.size()},        {"repro_py", status},
-                       {"repro_note", note},         {"repro_cpp", cpp_status},        {"repro_cpp_note", cpp_note}};
+                       {"repro_note", note},         {"repro_cpp", cpp_status},        {"repro_cpp_note", cpp_note},
+                       {"inputs_total", r.inputs_total}, {"inputs_kept", r.inputs_kept}};
   tfg::write_file_atomic(dir / "meta.json", meta.dump(1));
   write_issue(dir, meta, r, status, note, cpp_status);
   std::printf("issue draft: %s\n", (dir / "issue.md").c_str());

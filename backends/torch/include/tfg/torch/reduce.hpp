@@ -9,7 +9,8 @@
 ///    `fold_constant_inputs`: boundary tensors computed from constants only become constants.
 ///  - `reduce_finding(dir, worker, ...)`: grows the window (depth 0, 1, 2, 3, 4, 6, 8, ...) until
 ///    it reproduces the finding's signature in a fresh worker (campaign::replay), checkpointing
-///    each try in `dir/reduce/progress.json`; the first that does is `dir/reduced/`.
+///    each try in `dir/reduce/progress.json`; then keeps the first single input that still
+///    shows it; the result is `dir/reduced/`.
 #include <tfg/campaign/replay.hpp>
 #include <tfg/torch/backend.hpp>
 #include <tfg/torch/execute.hpp>
@@ -147,6 +148,9 @@ struct reduce_outcome {
   std::vector<reduce_step> steps;
   bool resumed = false;            ///< tries of an earlier, interrupted reduction were kept
   bool budget_spent = false;       ///< stopped at the deadline before a window reproduced
+  std::size_t inputs_total = 0;    ///< inputs of the finding
+  std::size_t inputs_kept = 0;     ///< inputs of the reduced window (1 when one input shows it)
+  std::size_t input_kept = 0;      ///< which one, when inputs_kept == 1 < inputs_total
 };
 
 /// Kinds a window can show: a divergence localised to one operator. Hangs, out-of-memory,
@@ -285,10 +289,45 @@ inline reduce_outcome reduce_finding(const std::filesystem::path& dir, const std
     checkpoint();
     if (progress) progress(st);
     if (st.reproduced) {
+      // Inputs: one input that shows the finding is enough (tried in order; each try is
+      // cand_iK with a result.json, so a repeated reduce does not try again).
+      fs::path best = cand;
+      std::size_t inputs_total = 0;
+      try {
+        const auto all = tfg::torch::load_inputs((cand / "inputs.pt").string());
+        inputs_total = all.size();
+        for (std::size_t k = 0; all.size() > 1 && k < all.size(); ++k) {
+          const auto one = work / ("d" + std::to_string(depth) + "_i" + std::to_string(k));
+          bool ok = false;
+          std::ifstream rf(one / "result.json");
+          const auto prior = nlohmann::json::parse(rf, nullptr, false);
+          if (!prior.is_discarded()) {
+            ok = prior.value("reproduced", false);
+          } else {
+            if (deadline && std::chrono::steady_clock::now() > *deadline) break;
+            fs::create_directories(one);
+            fs::copy_file(cand / "mutant.pt", one / "mutant.pt", fs::copy_options::overwrite_existing);
+            fs::copy_file(cand / "meta.json", one / "meta.json", fs::copy_options::overwrite_existing);
+            save_inputs({all[k]}, one / "inputs.pt");
+            const auto r = campaign::replay(b, one, worker_exe, timeout, rss_limit_bytes, rules);
+            ok = r.error.empty() && r.reproduced;
+            write_file_atomic(one / "result.json", nlohmann::json{{"reproduced", ok}}.dump());
+          }
+          if (ok) {
+            best = one;
+            out.input_kept = k;
+            break;
+          }
+        }
+      } catch (const std::exception&) {
+        best = cand;  // the window with all its inputs reproduces: keep it
+      }
+      out.inputs_total = inputs_total;
+      out.inputs_kept = best == cand ? inputs_total : 1;
       std::error_code ec;
       fs::remove_all(dir / "reduced", ec);
       fs::create_directories(dir / "reduced");
-      for (const char* f : {"mutant.pt", "inputs.pt", "meta.json"}) fs::copy_file(cand / f, dir / "reduced" / f);
+      for (const char* f : {"mutant.pt", "inputs.pt", "meta.json"}) fs::copy_file(best / f, dir / "reduced" / f);
       out.reduced = true;
       out.reduced_nodes = st.nodes;
       out.depth = depth;

@@ -33,16 +33,14 @@ std::string read_text(const fs::path& p) {
   return s.str();
 }
 
-/// Runs `python repro.py` in `dir` (a clean process: nothing of this one but the environment),
-/// output to repro.log; the status is the script's last line.
-std::string run_python_repro(const fs::path& dir, const std::string& python, int timeout_s) {
-  const auto log = dir / "repro.log";
-  const std::string cmd = "cd '" + dir.string() + "' && timeout " + std::to_string(timeout_s) + " '" + python +
-                          "' repro.py > repro.log 2>&1";
+/// Runs `command` in `dir` (a clean process) with output to `log` there, within `timeout_s`;
+/// the status is the reproducer's last line (REPRODUCED / NOT REPRODUCED), TIMED OUT or ERROR.
+std::string run_reproducer(const fs::path& dir, const std::string& command, const std::string& log, int timeout_s) {
+  const std::string cmd =
+      "cd '" + dir.string() + "' && timeout " + std::to_string(timeout_s) + " " + command + " > " + log + " 2>&1";
   const int rc = std::system(cmd.c_str());
-  const auto text = read_text(log);
   std::string last;
-  std::istringstream lines(text);
+  std::istringstream lines(read_text(dir / log));
   for (std::string l; std::getline(lines, l);)
     if (!l.empty()) last = l;
   if (last == "REPRODUCED" || last == "NOT REPRODUCED") return last;
@@ -72,15 +70,7 @@ std::string run_cpp_repro(const fs::path& dir, int timeout_s, std::string& note)
     note = "repro.cpp did not build (repro_cpp_build.log)";
     return "ERROR";
   }
-  const std::string cmd = "cd '" + dir.string() + "' && timeout " + std::to_string(timeout_s) + " ./repro > repro_cpp.log 2>&1";
-  const int rc = std::system(cmd.c_str());
-  std::string last;
-  std::istringstream lines(read_text(dir / "repro_cpp.log"));
-  for (std::string l; std::getline(lines, l);)
-    if (!l.empty()) last = l;
-  if (last == "REPRODUCED" || last == "NOT REPRODUCED") return last;
-  if (WIFEXITED(rc) && WEXITSTATUS(rc) == 124) return "TIMED OUT";
-  return "ERROR";
+  return run_reproducer(dir, "./repro", "repro_cpp.log", timeout_s);
 }
 
 /// The part of at::show_config() a framework developer asks for first (BLAS, oneDNN, ISA).
@@ -217,7 +207,7 @@ int run_reduce_command(const std::string& dir_s, const std::string& self_exe, in
     spec.versions = machine_versions();
     tfg::torch::write_python_repro(m, inputs, spec, dir);
     tfg::torch::write_cpp_repro(m, spec, dir);
-    status = run_repro ? run_python_repro(dir, python, std::max(timeout_s * 4, 120)) : "NOT RUN";
+    status = run_repro ? run_reproducer(dir, "'" + python + "' repro.py", "repro.log", std::max(timeout_s * 4, 120)) : "NOT RUN";
     cpp_status = run_repro && build_cpp ? run_cpp_repro(dir, std::max(timeout_s * 4, 120), cpp_note) : "NOT RUN";
   } catch (const std::exception& e) {
     note = tfg::torch::clean_error(e.what());

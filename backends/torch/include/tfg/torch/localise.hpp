@@ -328,17 +328,8 @@ inline void describe_node(const model& m, std::size_t position, const edge_value
   out.input_names = m.input_names;
   std::vector<graph::edge_id> map(g.edge_capacity(), graph::no_edge);
   for (auto e : g.graph_inputs()) map[graph::index(e)] = out.graph.add_input(g.data(e));
-  for (auto n : g.topological_order()) {
-    if (!in_cone[graph::index(n)]) continue;
-    std::vector<graph::edge_id> ins;
-    for (auto e : g.inputs(n)) ins.push_back(map[graph::index(e)]);
-    std::vector<edge_data> outs;
-    for (auto e : g.outputs(n)) outs.push_back(g.data(e));
-    const auto nn = out.graph.add_node(g.data(n), ins, std::move(outs));
-    const auto new_outs = out.graph.outputs(nn);
-    const auto old_outs = g.outputs(n);
-    for (std::size_t k = 0; k < old_outs.size(); ++k) map[graph::index(old_outs[k])] = new_outs[k];
-  }
+  for (auto n : g.topological_order())
+    if (in_cone[graph::index(n)]) copy_node_into(g, n, out.graph, map);
   out.output.how = output_tree::form::tuple;
   std::vector<c10::TypePtr> types;
   for (auto e : edges) {

@@ -104,15 +104,7 @@ inline void fold_constant_inputs(const model& m, window_result& wm, input_set& v
     const auto n = out.graph.add_node(std::move(c), std::span<const graph::edge_id>{}, {g.data(ins[i])});
     map[graph::index(ins[i])] = out.graph.outputs(n)[0];
   }
-  for (auto n : g.topological_order()) {
-    std::vector<graph::edge_id> in;
-    for (auto e : g.inputs(n)) in.push_back(map[graph::index(e)]);
-    std::vector<edge_data> outs;
-    for (auto e : g.outputs(n)) outs.push_back(g.data(e));
-    const auto nn = out.graph.add_node(g.data(n), in, std::move(outs));
-    const auto a = g.outputs(n), b = out.graph.outputs(nn);
-    for (std::size_t k = 0; k < a.size(); ++k) map[graph::index(a[k])] = b[k];
-  }
+  for (auto n : g.topological_order()) copy_node_into(g, n, out.graph, map);
   out.output = wm.reduced.output;
   auto remap = [&](auto&& self, output_tree& t) -> void {
     if (t.how == output_tree::form::edge) t.edge = map[graph::index(t.edge)];

@@ -1,10 +1,13 @@
 #pragma once
 /// Standalone reproducers: a (reduced) model written out as plain PyTorch, op by op.
 ///
-///  - `python_forward(m)`: the body of an `nn.Module` whose `forward` calls each operator of
-///    `m` as `torch.ops.<ns>.<op>(...)` (eager and TorchScript both accept it), with the tensor
-///    constants as module attributes `self.cK`. Throws model_error naming the node when a node
-///    has no Python form.
+///  - `python_forward(m, dialect, wide)`: the `forward` method of an `nn.Module` that calls
+///    each operator of `m` as `torch.ops.<ns>.<op>(...)` (eager Python and torch.jit.script
+///    both accept it), or, in the `torchscript` dialect for C++'s Module::define, as
+///    `torch.<op>(...)` with dtype, memory-format and layout codes as ints (C++'s native
+///    resolver knows neither `torch.ops` nor `torch.float32`); tensor constants are module
+///    attributes `self.cK`; `wide`: float32 dtype arguments written float64 (the float64
+///    baseline). Throws model_error naming the node when a node has no Python form.
 ///  - `write_python_repro(m, inputs, spec, dir)`: `repro.py` and `repro_data.pt` (inputs and
 ///    constants, `torch.load`able) in `dir`. The script runs the finding's two configurations
 ///    (and the float64 baseline) the way `flowmut` runs them, judges with the same tolerance
@@ -35,8 +38,11 @@ namespace tfg::torch {
 struct python_module {
   std::string forward_source;
   std::vector<at::Tensor> constants;
-  bool uses_f32_dtype = false;  ///< a float32 dtype argument is written `__TFG_F32__` (the float64 class widens it)
+  bool uses_f32_dtype = false;  ///< a float32 dtype argument occurs (the float64 baseline needs its own forward)
 };
+
+/// Who reads the forward: Python (eager and torch.jit.script) or C++'s Module::define.
+enum class repro_dialect : std::uint8_t { python, torchscript };
 
 namespace repro_detail {
 
@@ -71,7 +77,7 @@ namespace repro_detail {
   switch (static_cast<c10::ScalarType>(code)) {
     case c10::kHalf: return "torch.float16";
     case c10::kBFloat16: return "torch.bfloat16";
-    case c10::kFloat: return "__TFG_F32__";
+    case c10::kFloat: return "torch.float32";
     case c10::kDouble: return "torch.float64";
     case c10::kChar: return "torch.int8";
     case c10::kByte: return "torch.uint8";
@@ -104,28 +110,32 @@ namespace repro_detail {
 
 class writer {
  public:
-  explicit writer(const model& m) : m_(m) {}
+  writer(const model& m, repro_dialect d, bool wide)
+      : m_(m), ts_(d == repro_dialect::torchscript), wide_(wide), indent_(ts_ ? "    " : "        ") {}
 
   python_module run() {
     const auto& g = m_.graph;
     std::ostringstream body;
     const auto ins = g.graph_inputs();
-    std::string sig = "    def forward(self";
+    std::string sig = std::string(ts_ ? "" : "    ") + "def forward(self";
     for (std::size_t i = 0; i < ins.size(); ++i) {
       name_[graph::index(ins[i])] = "x" + std::to_string(i);
       const auto& t = g.data(ins[i]).type;
-      sig += ", x" + std::to_string(i) + ": " + (t ? annotation(c10::unshapedType(t)) : std::string("torch.Tensor"));
+      sig += ", x" + std::to_string(i) + ": " + (t ? annotation(c10::unshapedType(t)) : tensor_type());
     }
     sig += "):\n";
     for (auto n : g.topological_order()) body << statement(n);
-    body << "        return " << output(m_.output) << "\n";
+    body << indent_ << "return " << output(m_.output) << "\n";
     out_.forward_source = sig + body.str();
     return std::move(out_);
   }
 
  private:
-  static std::string annotation(const c10::TypePtr& t) {
+  [[nodiscard]] std::string tensor_type() const { return ts_ ? "Tensor" : "torch.Tensor"; }
+
+  std::string annotation(const c10::TypePtr& t) const {
     auto s = t->annotation_str();
+    if (ts_) return s;
     // TorchScript's spelling is Python's with `Tensor` for torch.Tensor.
     std::string out;
     for (std::size_t i = 0; i < s.size();) {
@@ -152,10 +162,14 @@ class writer {
     if (v.isInt()) {
       const auto x = v.toInt();
       if (as == c10::TypeKind::ScalarTypeType) {
-        auto s = py_dtype(x);
-        if (s == "__TFG_F32__") out_.uses_f32_dtype = true;
-        return s;
+        auto code = x;
+        if (static_cast<c10::ScalarType>(x) == c10::kFloat) {
+          out_.uses_f32_dtype = true;
+          if (wide_) code = static_cast<std::int64_t>(c10::kDouble);
+        }
+        return ts_ ? std::to_string(code) : py_dtype(code);
       }
+      if (ts_) return std::to_string(x);  // Module::define resolves no torch.* dtype or format names
       if (as == c10::TypeKind::MemoryFormatType) return py_memory_format(x);
       if (as == c10::TypeKind::LayoutType) return py_layout(x);
       return std::to_string(x);
@@ -243,7 +257,8 @@ class writer {
     if (schema) {
       const auto& name = schema->operator_name().name;  // "aten::gelu"
       const auto sep = name.find("::");
-      call = "torch.ops." + name.substr(0, sep) + "." + name.substr(sep + 2) + "(";
+      const auto ns = name.substr(0, sep);
+      call = (ts_ && ns == "aten" ? std::string("torch.") : "torch.ops." + ns + ".") + name.substr(sep + 2) + "(";
       for (std::size_t i = 0; i < d.args.size(); ++i) {
         const auto& f = schema->arguments()[i];
         if (i) call += ", ";
@@ -266,8 +281,8 @@ class writer {
       throw model_error(m_.source + ": repro.py: node " + std::string(d.kind.toQualString()) +
                         (d.where.empty() ? "" : " at " + d.where) + " has no plain-PyTorch form");
     }
-    if (d.results.empty()) return "        " + call + "\n";
-    return "        " + targets(n) + " = " + call + "\n";
+    if (d.results.empty()) return indent_ + call + "\n";
+    return indent_ + targets(n) + " = " + call + "\n";
   }
 
   std::string output(const output_tree& t) {
@@ -285,13 +300,18 @@ class writer {
   }
 
   const model& m_;
+  const bool ts_, wide_;
+  const std::string indent_;
   python_module out_;
   std::unordered_map<std::size_t, std::string> name_;
 };
 
 }  // namespace repro_detail
 
-[[nodiscard]] inline python_module python_forward(const model& m) { return repro_detail::writer(m).run(); }
+[[nodiscard]] inline python_module python_forward(const model& m, repro_dialect d = repro_dialect::python,
+                                                  bool wide = false) {
+  return repro_detail::writer(m, d, wide).run();
+}
 
 /// What the reproducer checks: the finding's kind and configuration pair, and for exceptions
 /// the message the failing configuration raised.
@@ -306,24 +326,23 @@ namespace repro_detail {
 /// The reproducer's fixed part: configurations and the judge (tolerances filled in by
 /// write_python_repro from compare_options, so the script judges as the tool does).
 inline constexpr const char* python_driver = R"PY(
-def clone(v):
+def mapped(v, f):
+    """v with f applied to every tensor in it (lists, tuples and dicts copied)."""
     if isinstance(v, torch.Tensor):
-        return v.clone()
+        return f(v)
     if isinstance(v, (list, tuple)):
-        return type(v)(clone(x) for x in v)
+        return type(v)(mapped(x, f) for x in v)
     if isinstance(v, dict):
-        return {k: clone(x) for k, x in v.items()}
+        return {k: mapped(x, f) for k, x in v.items()}
     return v
+
+
+def clone(v):
+    return mapped(v, lambda t: t.clone())
 
 
 def widen(v):
-    if isinstance(v, torch.Tensor):
-        return v.double() if v.is_floating_point() else v.clone()
-    if isinstance(v, (list, tuple)):
-        return type(v)(widen(x) for x in v)
-    if isinstance(v, dict):
-        return {k: widen(x) for k, x in v.items()}
-    return v
+    return mapped(v, lambda t: t.double() if t.is_floating_point() else t.clone())
 
 
 def to_channels_last(v):
@@ -531,9 +550,25 @@ if __name__ == "__main__":
     sys.exit(main())
 )PY";
 
-[[nodiscard]] inline std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-  for (std::size_t at = 0; (at = s.find(from, at)) != std::string::npos; at += to.size()) s.replace(at, from.size(), to);
-  return s;
+/// What both reproducers' judges take from the finding: whether b is the float64 run, the
+/// float32 peers whose spread then bounds eager's error, and the last line of the recorded
+/// error (exception kinds).
+struct judge_settings {
+  bool b_is_reference = false;
+  std::vector<std::string> peers;
+  std::string expect;
+};
+
+[[nodiscard]] inline judge_settings judge_settings_of(const repro_spec& spec) {
+  judge_settings j;
+  j.b_is_reference = spec.config_b == "float64_reference" || spec.config_b == "autograd_float64";
+  if (j.b_is_reference)
+    j.peers = spec.config_a.rfind("autograd", 0) == 0 ? std::vector<std::string>{"autograd"}
+                                                      : std::vector<std::string>{"threads_1_vs_n", "channels_last"};
+  j.expect = spec.message;
+  while (!j.expect.empty() && (j.expect.back() == '\n' || j.expect.back() == ' ')) j.expect.pop_back();
+  if (auto nl = j.expect.rfind('\n'); nl != std::string::npos) j.expect = j.expect.substr(nl + 1);
+  return j;
 }
 
 [[nodiscard]] inline std::string py_config(const std::string& c) { return c.empty() ? "None" : py_string(c); }
@@ -564,13 +599,10 @@ inline void write_python_repro(const model& m, const input_set& inputs, const re
     f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     if (!f) throw model_error((dir / "repro_data.pt").string() + ": cannot write");
   }
-  const bool b_is_reference = spec.config_b == "float64_reference" || spec.config_b == "autograd_float64";
+  const auto js = judge_settings_of(spec);
   std::string peers = "(";
-  if (b_is_reference) peers += spec.config_a.rfind("autograd", 0) == 0 ? "'autograd',)" : "'threads_1_vs_n', 'channels_last',)";
-  else peers += ")";
-  std::string expect = spec.message;
-  while (!expect.empty() && (expect.back() == '\n' || expect.back() == ' ')) expect.pop_back();
-  if (auto nl = expect.rfind('\n'); nl != std::string::npos) expect = expect.substr(nl + 1);
+  for (const auto& p : js.peers) peers += py_string(p) + ", ";
+  peers += ")";
   const auto& t = co.tolerances;
   std::ostringstream py;
   py << "#!/usr/bin/env python3\n"
@@ -588,9 +620,9 @@ inline void write_python_repro(const model& m, const input_set& inputs, const re
      << "KIND = " << py_string(spec.kind) << "\n"
      << "CONFIG_A, CONFIG_B = " << py_string(spec.config_a) << ", " << py_string(spec.config_b) << "\n"
      << "REFERENCE = " << py_config(reference_of(spec.config_a, spec.config_b)) << "\n"
-     << "B_IS_REFERENCE = " << (b_is_reference ? "True" : "False") << "\n"
+     << "B_IS_REFERENCE = " << (js.b_is_reference ? "True" : "False") << "\n"
      << "PEERS = " << peers << "\n"
-     << "EXPECT = " << py_string(expect) << "\n"
+     << "EXPECT = " << py_string(js.expect) << "\n"
      << "TOL = {torch.float16: (" << t.f16.rtol << ", " << t.f16.atol << "), torch.bfloat16: (" << t.bf16.rtol << ", "
      << t.bf16.atol << "),\n       torch.float32: (" << t.f32.rtol << ", " << t.f32.atol << "), torch.float64: ("
      << t.f64.rtol << ", " << t.f64.atol << ")}\n"
@@ -603,10 +635,10 @@ inline void write_python_repro(const model& m, const input_set& inputs, const re
      << "        super().__init__()\n"
      << "        for i, c in enumerate(constants):\n"
      << "            setattr(self, 'c%d' % i, c)\n\n"
-     << replace_all(mod.forward_source, "__TFG_F32__", "torch.float32") << "\n\n";
+     << mod.forward_source << "\n\n";
   if (mod.uses_f32_dtype)
     py << "class Repro64(Repro):\n    \"\"\"The float64 baseline: float32 dtype arguments widened too.\"\"\"\n\n"
-       << replace_all(mod.forward_source, "__TFG_F32__", "torch.float64") << "\n";
+       << python_forward(m, repro_dialect::python, /*wide=*/true).forward_source << "\n";
   else
     py << "Repro64 = Repro  # the float64 baseline: same code, widened constants and inputs\n";
   py << "\n" << python_driver;
@@ -874,45 +906,6 @@ int main(int argc, char** argv) {
 }
 )CPP";
 
-/// The TorchScript source of `forward` for Module::define: the Python method dedented, with
-/// `Tensor` for `torch.Tensor` in annotations, `torch.X` for `torch.ops.aten.X` (C++'s native
-/// resolver maps `torch` to the aten builtins and knows no `torch.ops`), and the int codes for
-/// dtype, memory-format and layout names (it resolves no `torch.float32`).
-[[nodiscard]] inline std::string torchscript_source(const std::string& py, bool wide) {
-  std::string s = replace_all(py, "__TFG_F32__", wide ? "torch.float64" : "torch.float32");
-  s = replace_all(s, ": torch.Tensor", ": Tensor");
-  s = replace_all(s, "torch.ops.aten.", "torch.");
-  static const std::pair<const char*, c10::ScalarType> dtypes[] = {
-      {"torch.float16", c10::kHalf}, {"torch.bfloat16", c10::kBFloat16}, {"torch.float32", c10::kFloat},
-      {"torch.float64", c10::kDouble}, {"torch.int8", c10::kChar}, {"torch.uint8", c10::kByte},
-      {"torch.int16", c10::kShort}, {"torch.int32", c10::kInt}, {"torch.int64", c10::kLong},
-      {"torch.bool", c10::kBool}, {"torch.complex64", c10::kComplexFloat}, {"torch.complex128", c10::kComplexDouble}};
-  static const std::pair<const char*, std::int64_t> others[] = {
-      {"torch.contiguous_format", static_cast<std::int64_t>(c10::MemoryFormat::Contiguous)},
-      {"torch.preserve_format", static_cast<std::int64_t>(c10::MemoryFormat::Preserve)},
-      {"torch.channels_last_3d", static_cast<std::int64_t>(c10::MemoryFormat::ChannelsLast3d)},
-      {"torch.channels_last", static_cast<std::int64_t>(c10::MemoryFormat::ChannelsLast)},
-      {"torch.strided", static_cast<std::int64_t>(c10::kStrided)}, {"torch.sparse_coo", static_cast<std::int64_t>(c10::kSparse)},
-      {"torch._mkldnn", static_cast<std::int64_t>(c10::kMkldnn)}};
-  auto word = [&](const std::string& name, const std::string& code) {
-    for (std::size_t at = 0; (at = s.find(name, at)) != std::string::npos;) {
-      const auto end = at + name.size();
-      if (end < s.size() && (std::isalnum(static_cast<unsigned char>(s[end])) || s[end] == '_')) {
-        at = end;
-        continue;
-      }
-      s.replace(at, name.size(), code);
-      at += code.size();
-    }
-  };
-  for (const auto& [n, t] : dtypes) word(n, std::to_string(static_cast<int>(t)));
-  for (const auto& [n, c] : others) word(n, std::to_string(c));
-  std::string out;
-  std::istringstream lines(s);
-  for (std::string l; std::getline(lines, l);) out += (l.rfind("    ", 0) == 0 ? l.substr(4) : l) + "\n";
-  return out;
-}
-
 }  // namespace repro_detail
 
 /// Writes `repro.cpp` into `dir` beside the `repro_data.pt` write_python_repro wrote: the same
@@ -922,14 +915,9 @@ int main(int argc, char** argv) {
 inline void write_cpp_repro(const model& m, const repro_spec& spec, const std::filesystem::path& dir,
                             const compare_options& co = {}) {
   using namespace repro_detail;
-  const auto mod = python_forward(m);
-  const bool b_is_reference = spec.config_b == "float64_reference" || spec.config_b == "autograd_float64";
-  std::string peers = "{";
-  if (b_is_reference) peers += spec.config_a.rfind("autograd", 0) == 0 ? "\"autograd\"" : "\"threads_1_vs_n\", \"channels_last\"";
-  peers += "}";
-  std::string expect = spec.message;
-  while (!expect.empty() && (expect.back() == '\n' || expect.back() == ' ')) expect.pop_back();
-  if (auto nl = expect.rfind('\n'); nl != std::string::npos) expect = expect.substr(nl + 1);
+  const auto js = judge_settings_of(spec);
+  const auto ts32 = python_forward(m, repro_dialect::torchscript, false);
+  const auto ts64 = ts32.uses_f32_dtype ? python_forward(m, repro_dialect::torchscript, true).forward_source : ts32.forward_source;
   auto cstr = [](const std::string& s) {
     std::string o = "\"";
     for (char c : s) {
@@ -955,18 +943,20 @@ inline void write_cpp_repro(const model& m, const repro_spec& spec, const std::f
     << "static const char* CONFIG_A = " << cstr(spec.config_a) << ";\n"
     << "static const char* CONFIG_B = " << cstr(spec.config_b) << ";\n"
     << "static const char* REFERENCE = " << cstr(reference_of(spec.config_a, spec.config_b)) << ";\n"
-    << "static const bool B_IS_REFERENCE = " << (b_is_reference ? "true" : "false") << ";\n"
-    << "#define PEERS std::vector<std::string>" << peers << "\n"
-    << "static const char* EXPECT = " << cstr(expect) << ";\n"
+    << "static const bool B_IS_REFERENCE = " << (js.b_is_reference ? "true" : "false") << ";\n"
+    << "#define PEERS std::vector<std::string>{";
+  for (std::size_t i = 0; i < js.peers.size(); ++i) c << (i ? ", " : "") << cstr(js.peers[i]);
+  c << "}\n"
+    << "static const char* EXPECT = " << cstr(js.expect) << ";\n"
     << "static const std::pair<double, double> TOL_F16{" << t.f16.rtol << ", " << t.f16.atol << "}, TOL_BF16{" << t.bf16.rtol
     << ", " << t.bf16.atol << "}, TOL_F32{" << t.f32.rtol << ", " << t.f32.atol << "}, TOL_F64{" << t.f64.rtol << ", "
     << t.f64.atol << "};\n"
     << "static const double SLACK = " << co.reference_slack << ", ULPS = " << co.magnitude_ulps
     << ", GRAD_SCALE = " << co.gradient_scale << ", GRAD_REF_RTOL = " << co.gradient_reference_rtol << ";\n\n"
     << "// The reduced graph, op by op (TorchScript source; the constants are attributes c0, c1, ...).\n"
-    << "static const char* FORWARD32 = R\"TS(\n" << torchscript_source(mod.forward_source, false) << ")TS\";\n"
+    << "static const char* FORWARD32 = R\"TS(\n" << ts32.forward_source << ")TS\";\n"
     << "// The float64 baseline: float32 dtype arguments widened too.\n"
-    << "static const char* FORWARD64 = R\"TS(\n" << torchscript_source(mod.forward_source, true) << ")TS\";\n"
+    << "static const char* FORWARD64 = R\"TS(\n" << ts64 << ")TS\";\n"
     << cpp_driver;
   std::ofstream f(dir / "repro.cpp");
   f << c.str();

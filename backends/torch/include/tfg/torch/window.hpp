@@ -78,6 +78,19 @@ namespace reduce_detail {
   return w;
 }
 
+/// Adds node `n` of `from` to `to` with its inputs read through `map` (edge index of `from` ->
+/// edge of `to`), and records its outputs there. The node-copying step of every derived model
+/// (windows, cuts).
+inline void copy_node_into(const graph_type& from, graph::node_id n, graph_type& to, std::vector<graph::edge_id>& map) {
+  std::vector<graph::edge_id> ins;
+  for (auto e : from.inputs(n)) ins.push_back(map[graph::index(e)]);
+  std::vector<edge_data> outs;
+  for (auto e : from.outputs(n)) outs.push_back(from.data(e));
+  const auto nn = to.add_node(from.data(n), ins, std::move(outs));
+  const auto old_outs = from.outputs(n), new_outs = to.outputs(nn);
+  for (std::size_t k = 0; k < old_outs.size(); ++k) map[graph::index(old_outs[k])] = new_outs[k];
+}
+
 /// The number of operators (tensor constants not counted) of `m`.
 [[nodiscard]] inline std::size_t operator_count(const model& m) {
   std::size_t n = 0;
@@ -111,17 +124,8 @@ struct window_result {
       out.reduced.input_names.push_back(data.name.empty() ? "x" + std::to_string(out.boundary.size() - 1) : data.name);
     }
   }
-  for (auto n : order) {
-    if (!w.member[graph::index(n)]) continue;
-    std::vector<graph::edge_id> ins;
-    for (auto e : g.inputs(n)) ins.push_back(map[graph::index(e)]);
-    std::vector<edge_data> outs;
-    for (auto e : g.outputs(n)) outs.push_back(g.data(e));
-    const auto nn = out.reduced.graph.add_node(g.data(n), ins, std::move(outs));
-    const auto new_outs = out.reduced.graph.outputs(nn);
-    const auto old_outs = g.outputs(n);
-    for (std::size_t k = 0; k < old_outs.size(); ++k) map[graph::index(old_outs[k])] = new_outs[k];
-  }
+  for (auto n : order)
+    if (w.member[graph::index(n)]) copy_node_into(g, n, out.reduced.graph, map);
   const auto culprit_outs = g.outputs(culprit);
   std::vector<c10::TypePtr> types;
   for (auto e : culprit_outs) {

@@ -6,6 +6,7 @@
 #include <tfg/torch/ops_check.hpp>
 #include <tfg/torch/torch.hpp>
 #include <tfg/torch/configs.hpp>
+#include <tfg/version.hpp>
 
 #include "commands.hpp"
 
@@ -282,7 +283,7 @@ const CLI::Validator finite_non_negative(
 int main(int argc, char** argv) {
   CLI::App app{"flowmut: data-flow mutation testing of deep learning frameworks"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("flowmut ") + "0.1.0 (LibTorch " + TORCH_VERSION + ")");
+  app.set_version_flag("--version", std::string("flowmut ") + std::string(tfg::version) + " (LibTorch " + TORCH_VERSION + ")");
 
   profile_args pa;
   auto* profile = app.add_subcommand("profile", "import a TorchScript model, run it op by op and print its TFG summary");

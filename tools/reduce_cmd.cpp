@@ -227,8 +227,8 @@ int run_reduce_command(const std::string& dir_s, const std::string& self_exe, in
 int run_report_command(const std::string& dir) {
   try {
     const auto r = tfg::campaign::write_report(dir);
-    std::printf("report: %s (%zu rounds, %zu findings, %zu plots)\nfindings: %s\n", fs::absolute(r.html).c_str(), r.rounds,
-                r.findings, r.plots, fs::absolute(r.jsonl).c_str());
+    std::printf("report: %s (%zu rounds, %zu findings, %zu plots)\nfindings: %s\nsarif: %s\n", fs::absolute(r.html).c_str(),
+                r.rounds, r.findings, r.plots, fs::absolute(r.jsonl).c_str(), fs::absolute(r.sarif).c_str());
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "flowmut report: " << e.what() << "\n";

@@ -7,6 +7,7 @@ packages=(
   libtorch-dev libopenblas0-openmp          # LibTorch 1.13 CPU; OpenBLAS (reference BLAS is 10-40x slower)
   python3-torch python3-torchvision         # the seed zoo; repro.py runs under plain PyTorch
   chromium python3-pil                      # the report test renders report.html headless
+  python3-jsonschema python3-rfc3987        # the SARIF test validates findings.sarif, URIs included
   libboost-dev librange-v3-dev doctest-dev libbenchmark-dev
   nlohmann-json3-dev libfmt-dev libcli11-dev libsqlite3-dev libxxhash-dev
   clang                                     # the libFuzzer harness over the DSL front end (tests/fuzz)
@@ -15,6 +16,8 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# npm brings the SARIF schema (tools/sarif-schema.sh); a machine with Node.js from elsewhere has it.
+command -v npm > /dev/null || missing+=(npm)
 [ ${#missing[@]} -eq 0 ] && exit 0
 echo "setup-deps: installing ${missing[*]}"
 SUDO=""

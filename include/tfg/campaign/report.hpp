@@ -4,7 +4,8 @@
 /// with no network — the campaign summary, diversity over rounds (LIC, LPC, LSC, DFSD,
 /// signatures), rewards over rounds, legality by verdict and reason, the findings table — and
 /// one page per finding (`DIR/findings/ID/index.html`: localisation, reduction, reproducer
-/// status, issue draft); plus `DIR/findings.jsonl`, one JSON object per finding. Plots are
+/// status, issue draft); plus `DIR/findings.jsonl`, one JSON object per finding, and
+/// `DIR/findings.sarif` (SARIF 2.1.0, tfg/campaign/sarif.hpp) for CI systems. Plots are
 /// inline SVG written here. Backend-neutral: it reads the store and the finding folders.
 #include <algorithm>
 #include <cmath>
@@ -20,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tfg/campaign/sarif.hpp"
 #include "tfg/campaign/store.hpp"
 #include "tfg/util/atomic_file.hpp"
 
@@ -151,12 +153,12 @@ svg .ax{stroke:#888;stroke-width:1}pre{background:#f6f6f6;padding:8px;overflow-x
 
 /// What write_report wrote.
 struct report_result {
-  std::filesystem::path html, jsonl;
+  std::filesystem::path html, jsonl, sarif;
   std::size_t findings = 0, rounds = 0, plots = 0;
 };
 
-/// Writes `dir/report.html`, `dir/findings.jsonl` and `dir/findings/ID/index.html` for the
-/// campaign in `dir`. Throws std::runtime_error when `dir` holds no campaign store.
+/// Writes `dir/report.html`, `dir/findings.jsonl`, `dir/findings.sarif` and
+/// `dir/findings/ID/index.html` for the campaign in `dir`. Throws std::runtime_error when `dir` holds no campaign store.
 inline report_result write_report(const std::filesystem::path& dir) {
   namespace fs = std::filesystem;
   using namespace report_detail;
@@ -194,6 +196,8 @@ inline report_result write_report(const std::filesystem::path& dir) {
   }
   out.jsonl = dir / "findings.jsonl";
   write_file_atomic(out.jsonl, jsonl.str());
+  out.sarif = dir / "findings.sarif";
+  write_file_atomic(out.sarif, sarif_log(dir, findings, metas, rounds.size()).dump(2) + "\n");
 
   // Plots.
   std::vector<std::string> plots;
@@ -275,7 +279,7 @@ inline report_result write_report(const std::filesystem::path& dir) {
   if (findings.empty()) h << "<p class=\"muted\">No findings.</p>";
   h << "<h2>Diversity, rewards and legality</h2><div class=\"plots\">";
   for (const auto& p : plots) h << p;
-  h << "</div><p class=\"muted\">Written by flowmut report; opens from disk, no network. findings.jsonl beside it.</p>"
+  h << "</div><p class=\"muted\">Written by flowmut report; opens from disk, no network. findings.jsonl and findings.sarif beside it.</p>"
        "</body></html>\n";
   out.html = dir / "report.html";
   write_file_atomic(out.html, h.str());

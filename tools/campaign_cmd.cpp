@@ -75,7 +75,7 @@ void take_stored_settings(run_args& a) {
   const auto spec = s.value("policy_spec", nlohmann::json::object());
   auto conflict = [&](const char* flag, const std::string& stored, const std::string& given) {
     throw std::invalid_argument(std::string("--") + flag + " " + given + ": the campaign in " + a.out + " runs with " +
-                                stored + "; a resumed campaign keeps its settings (only --rounds, --timeout, " +
+                                stored + "; a resumed campaign keeps its settings (only --rounds, --time, --timeout, " +
                                 "--reruns, --rss-limit-mb and --quiet may change)");
   };
   auto take = [&](const char* flag, auto& field, const nlohmann::json& src, const char* key) {
@@ -153,6 +153,7 @@ int run_campaign_command(run_args a, const std::string& self_exe) {
   o.inputs_path = shaped.file.empty() ? fs::path(a.inputs) : shaped.file;
   for (const auto& d : default_operator_dirs(a.op_dirs)) o.op_dirs.emplace_back(d);
   o.rounds = a.rounds;
+  o.time_budget = std::chrono::milliseconds(static_cast<long long>(a.time_s * 1000));
   o.seed = a.seed;
   o.policy_name = a.policy + (a.ablation == "all" ? "" : "/" + a.ablation);
   o.features = or_throw(tfg::select::parse_ablation(a.ablation));
@@ -225,6 +226,9 @@ int run_campaign_command(run_args a, const std::string& self_exe) {
     std::printf("interrupted after round %zu; continue with --resume\n", c.progress().round);
     return 130;
   }
+  if (c.progress().out_of_time)
+    std::printf("time budget (%.0f s) spent after round %zu of %zu; continue with --resume\n", a.time_s,
+                c.progress().round - 1, a.rounds);
   // Reduction, reproducers and issue drafts of the findings, within the budget (docs/reproducers.md).
   if (a.reduce_budget_s > 0 && all.size() > flaky) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<long long>(a.reduce_budget_s * 1000));

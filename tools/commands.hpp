@@ -28,7 +28,30 @@ struct run_args {
   bool no_localise = false;
   std::vector<std::string> shapes;  // --shape: random inputs of these shapes
   double reduce_budget_s = 0;       // --reduce-budget: reduce the campaign's findings after it, within S seconds
+  double time_s = 0;                // --time: wall-clock budget of the rounds (0: none)
   std::set<std::string> given;  // long names of the options given on the command line
+};
+
+struct fuzz_args {
+  std::vector<std::string> seeds;   // seed files and folders
+  std::string out;
+  double time_s = 0;                // --time (required unless --resume)
+  int jobs = 0;                     // 0: the core count
+  std::string shard = "0/1";
+  std::size_t rounds = 1000000;     // round budget of each campaign
+  std::size_t per_seed = 1;         // campaigns per seed (campaign seeds seed, seed+1, ...)
+  std::uint64_t seed = 1;
+  double slice_s = 0;               // 0: chosen from the budget, the jobs and the campaigns
+  std::vector<std::string> configs;
+  std::vector<std::string> op_dirs;
+  std::string policy = "linucb";
+  int timeout_s = 60;
+  int reruns = 2;
+  double reduce_budget_s = 0;
+  bool resume = false;
+  bool force = false;
+  bool quiet = false;
+  std::set<std::string> given;
 };
 
 struct compare_args {
@@ -52,6 +75,8 @@ int run_repro_command(const std::string& dir, const std::string& self_exe, int t
 int run_reduce_command(const std::string& dir, const std::string& self_exe, int timeout_s, std::int64_t rss_limit_mb,
                        const std::string& python, bool run_repro, double budget_s = 0, bool build_cpp = true);
 int run_report_command(const std::string& dir);
+int run_fuzz_command(fuzz_args a, const std::string& self_exe);
+int run_merge_command(const std::vector<std::string>& dirs, const std::string& out);
 /// The Python that runs repro.py: $TFG_PYTHON, else /usr/bin/python3 (Debian's, with torch), else python3.
 std::string default_python();
 std::vector<std::string> default_operator_dirs(const std::vector<std::string>& given);

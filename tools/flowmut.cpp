@@ -7,6 +7,7 @@
 #include <tfg/torch/torch.hpp>
 #include <tfg/torch/configs.hpp>
 #include <tfg/version.hpp>
+#include <tfg/campaign/fuzz.hpp>
 
 #include "commands.hpp"
 
@@ -280,6 +281,16 @@ const CLI::Validator finite_non_negative(
     },
     "FLOAT>=0", "finite non-negative");
 
+/// "90", "90s", "10m", "1h30m" -> seconds (CLI11 transform: the option then parses a number).
+const auto duration_arg = CLI::Validator(
+    [](std::string& s) -> std::string {
+      const auto d = tfg::campaign::parse_duration(s);
+      if (!d) return "not a duration (e.g. 90s, 10m, 2h, 1h30m): " + s;
+      s = std::to_string(*d);
+      return {};
+    },
+    "DURATION", "duration");
+
 int main(int argc, char** argv) {
   CLI::App app{"flowmut: data-flow mutation testing of deep learning frameworks"};
   app.require_subcommand(1);
@@ -356,6 +367,38 @@ int main(int argc, char** argv) {
   run->add_option("--reduce-budget", ra.reduce_budget_s,
                   "after the campaign, reduce its findings and write repro.py and issue.md, within S seconds (0: off)")
       ->default_val(0)->check(CLI::Range(0.0, 1e7));
+  run->add_option("--time", ra.time_s, "wall-clock budget of the rounds, e.g. 90s, 10m, 2h; then stop as --resume expects (default: none)")
+      ->transform(duration_arg);
+
+  fuzz_args fa;
+  auto* fuzz = app.add_subcommand("fuzz", "run campaigns over many seeds within a time budget, N at a time, one findings index");
+  fuzz->add_option("seeds", fa.seeds, "seed .pt files and folders of them (not needed with --resume)");
+  fuzz->add_option("--time", fa.time_s, "wall-clock budget, e.g. 10m, 8h (required unless --resume)")->transform(duration_arg);
+  fuzz->add_option("--out", fa.out, "job folder (fuzz.json, campaigns/, findings/, findings.jsonl, report.html)")->required()->check(non_empty);
+  fuzz->add_option("-j,--jobs", fa.jobs, "campaigns at a time (default: the core count)")->check(CLI::Range(1, 1024));
+  fuzz->add_option("--shard", fa.shard, "do part i of N (0-based) of the seeds x campaign seeds, e.g. 0/4")->default_val("0/1");
+  fuzz->add_option("--rounds", fa.rounds, "round budget of each campaign (default: the time decides)")->check(count_range);
+  fuzz->add_option("--campaigns-per-seed", fa.per_seed, "campaigns per seed, with campaign seeds SEED, SEED+1, ...")
+      ->default_val(1)->check(CLI::Range(1, 10000));
+  fuzz->add_option("--seed", fa.seed, "first campaign seed")->default_val(1)->check(seed_range);
+  fuzz->add_option("--slice", fa.slice_s, "time a campaign runs before the scheduler chooses again (default: budget x jobs / 3 campaigns, 30 s to 5 min)")
+      ->transform(duration_arg);
+  fuzz->add_option("--config", fa.configs, "execution configurations (repeat; default: every CPU configuration)");
+  fuzz->add_option("--ops", fa.op_dirs, "operator folders (default: the bundled operators/)");
+  fuzz->add_option("--policy", fa.policy, "each campaign's policy: linucb | ucb1 | random | fixed | one-shot")->default_val("linucb");
+  fuzz->add_option("--timeout", fa.timeout_s, "per-mutant timeout cap in seconds")->default_val(60)->check(CLI::Range(1, 86400));
+  fuzz->add_option("--reruns", fa.reruns, "reliability reruns of each new finding")->default_val(2)->check(CLI::Range(0, 100));
+  fuzz->add_option("--reduce-budget", fa.reduce_budget_s, "after the job, reduce the distinct findings within S seconds (0: off)")
+      ->default_val(0)->check(CLI::Range(0.0, 1e7));
+  fuzz->add_flag("--resume", fa.resume, "continue the job in --out with the time that was left");
+  fuzz->add_flag("--force", fa.force, "start over in a folder that holds a job");
+  fuzz->add_flag("-q,--quiet", fa.quiet, "no status screen");
+
+  std::vector<std::string> merge_dirs;
+  std::string merge_out;
+  auto* merge = app.add_subcommand("merge", "merge the outputs of fuzz shards into one deduplicated findings set and report");
+  merge->add_option("dirs", merge_dirs, "fuzz (or merge) output folders")->required()->check(CLI::ExistingDirectory);
+  merge->add_option("--out", merge_out, "output folder")->required()->check(non_empty);
 
   compare_args ca;
   auto* cmp = app.add_subcommand("compare", "run several policies on the same seeds and print a Table-7-like comparison");
@@ -435,6 +478,16 @@ int main(int argc, char** argv) {
     if (*reduce)
       return run_reduce_command(reduce_dir, self_exe, reduce_timeout, reduce_rss_mb, reduce_python, !reduce_no_run, 0, !reduce_no_cpp);
     if (*cmp) return run_compare_command(ca, self_exe);
+    if (*merge) return run_merge_command(merge_dirs, merge_out);
+    if (*fuzz) {
+      if (fa.seeds.empty() && !fa.resume) {
+        std::cerr << "flowmut fuzz: seed files or folders are required (or --resume)\n";
+        return 2;
+      }
+      for (const auto* o : fuzz->get_options())
+        if (o->count() > 0 && !o->get_lnames().empty()) fa.given.insert(o->get_lnames().front());
+      return run_fuzz_command(fa, self_exe);
+    }
     if (*run) {
       if (ra.model.empty() && !ra.resume) {
         std::cerr << "flowmut run: a seed model is required (or --resume)\n";

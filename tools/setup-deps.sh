@@ -11,6 +11,7 @@ packages=(
   libboost-dev librange-v3-dev doctest-dev libbenchmark-dev
   nlohmann-json3-dev libfmt-dev libcli11-dev libsqlite3-dev libxxhash-dev
   clang                                     # the libFuzzer harness over the DSL front end (tests/fuzz)
+  tmux                                      # the fuzz test reads flowmut fuzz's status screen in a terminal
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -79,6 +79,10 @@ struct options {
   std::vector<fs::path> op_dirs;       ///< operator folders
   fs::path inputs_path;                ///< profiling inputs; empty: the backend's default for the seed
   std::size_t rounds = 250;            ///< mutation rounds (after round 0, the seed's own judgement)
+  /// Wall-clock budget of this run's rounds (0: none). Once spent, the loop stops after the
+  /// round under way, as request_stop() does; a resumed campaign continues from there. Not a
+  /// campaign-defining setting: each run (slice) of a campaign may give another.
+  std::chrono::milliseconds time_budget{0};
   std::uint64_t seed = 1;
   std::string policy_name = "linucb";  ///< recorded in the database
   select::ablation features = select::ablation::all();
@@ -169,6 +173,7 @@ struct status {
   std::size_t legal = 0, executed = 0, findings = 0, instances = 0, inherited = 0;
   metrics::snapshot metrics;
   std::string last;  ///< what the round did, one phrase
+  bool out_of_time = false;  ///< run() stopped because options::time_budget was spent
 };
 
 /// An attributor for findings of the model in `req.model`: differential verdicts are
@@ -315,7 +320,14 @@ class loop {
       checkpoint();
       report();
     }
+    auto out_of_time = [&] {
+      return opt_.time_budget.count() > 0 && ms_since(t0) >= static_cast<double>(opt_.time_budget.count());
+    };
     while (round_ <= opt_.rounds && !stop_requested()) {
+      if (out_of_time()) {
+        status_.out_of_time = true;
+        break;
+      }
       one_round();
       ++round_;
       checkpoint();
@@ -1264,6 +1276,8 @@ class loop {
                          {"timeout_ms", timeout_.count()},
                          {"legal", status_.legal},
                          {"executed", status_.executed},
+                         {"rounds", opt_.rounds},
+                         {"findings", status_.findings},  // for watchers (flowmut fuzz); not restored
                          {"corpus", corpus},
                          {"current", current_},
                          {"generator", gen_->state()},

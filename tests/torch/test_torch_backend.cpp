@@ -2,10 +2,12 @@
 // execution, F(e) profiling, export, and the errors a user sees for bad models.
 #include <tfg/torch/ivalue.hpp>
 #include <tfg/torch/torch.hpp>
+#include <tfg/torch/trace_labels.hpp>
 
 #include <doctest/doctest.h>
 #include <torch/csrc/jit/ir/irparser.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -154,6 +156,44 @@ TEST_CASE("the profiler records F(e) that matches the tensors") {
     CHECK(names.count("aten::_convolution") == 1);
     CHECK(std::any_of(trace.begin(), trace.end(), [](const tt::event& ev) { return ev.depth > 0; }));
   }
+}
+
+TEST_CASE("trace labels: the interned sequence is the label text of every event, repeats collapsed") {
+  auto m = tt::torchscript_importer().load(tiny_path);
+  auto inputs = tt::load_inputs(tiny_inputs);
+  tt::profiler prof;
+  auto p = prof.run(m, inputs);
+  REQUIRE(p.traces.size() >= 2);
+  const auto& names = prof.labels();
+  // The reference: each event's label as text, from its caller on the stack (the documented rule).
+  std::vector<std::string> text;
+  auto reference = [&](const tt::event_trace& trace, const std::string& tag) {
+    std::vector<std::string> stack;
+    for (const auto& e : trace) {
+      if (stack.size() > e.depth) stack.resize(e.depth);
+      auto label = tt::event_label(tag, e.depth > 0 && !stack.empty() ? stack.back() : std::string(), names.names[e.label]);
+      stack.push_back(names.names[e.label]);
+      if (text.empty() || text.back() != label) text.push_back(std::move(label));
+    }
+  };
+  tt::label_sequence seq;
+  for (std::size_t i = 0; i < p.traces.size(); ++i) {
+    const std::string tag = i == 0 ? "eager" : "again";
+    seq.append(p.traces[i], names, tag);
+    reference(p.traces[i], tag);
+  }
+  CHECK(seq.text() == text);
+  const auto got = seq.summary(), want = tt::summarise_labels(text);
+  CHECK(got.labels == want.labels);
+  CHECK(got.transitions == want.transitions);
+  // What the labels say: operators entered by the executor, the kernels they chose, per tag.
+  CHECK(std::count(got.labels.begin(), got.labels.end(), "eager:op:aten::_convolution") == 1);
+  CHECK(std::any_of(got.labels.begin(), got.labels.end(),
+                    [](const std::string& l) { return l.rfind("eager:nested:aten::_convolution>", 0) == 0; }));
+  CHECK(std::count(got.labels.begin(), got.labels.end(), "again:op:aten::_convolution") == 1);
+  CHECK(tt::event_label("g", "", "prim::TensorExprGroup") == "g:jit:prim::TensorExprGroup");
+  CHECK(tt::event_label("g", "aten::conv2d", "aten::contiguous") == "g:copy:aten::conv2d>aten::contiguous");
+  CHECK(tt::event_label("g", "aten::mul", "MulBackward0") == "g:autograd:MulBackward0");
 }
 
 TEST_CASE("tensor_state_of: numeric summary, layout and memory format") {

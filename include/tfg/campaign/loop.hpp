@@ -789,6 +789,8 @@ class loop {
     }
     auto out = execute(req, timeout_);
     rec.phase_ms["execute"] = ms_since(t);
+    if (out.reply)  // where the worker spent it (execute.load, execute.configs, ...); the rest is IPC
+      for (const auto& [k, v] : out.reply->phases) rec.phase_ms["execute." + k] = v;
     ++status_.executed;
     rec.extra_json = nlohmann::json{{"elements", pick.elements()}}.dump();
 

@@ -152,6 +152,11 @@ struct worker_reply {
   std::vector<std::string> labels;        ///< distinct trace labels of the successful configurations
   std::vector<std::pair<std::uint32_t, std::uint32_t>> transitions;  ///< indices into labels
   double ms = 0;
+  /// run: where `ms` went — "load" (import of the model and its inputs), "configs" (the
+  /// configurations' own preparation and runs, warm-ups included), "labels" (trace recording
+  /// and its summary beyond the runs), "judge" (comparisons, the one-ulp noise rerun),
+  /// "metamorphic" (the seed's runs); milliseconds.
+  std::map<std::string, double> phases;
   std::int64_t pid = 0;  ///< ping only
   std::vector<located> found;  ///< trace / cut / nan_check
   std::optional<skeleton> structure;  ///< describe
@@ -349,6 +354,7 @@ namespace protocol_json {
   j["labels"] = r.labels;
   j["transitions"] = std::move(ts);
   j["ms"] = r.ms;
+  if (!r.phases.empty()) j["phases"] = r.phases;
   if (!r.found.empty()) {
     nlohmann::json fs = nlohmann::json::array();
     for (const auto& l : r.found) fs.push_back(protocol_json::located_json(l));
@@ -376,6 +382,7 @@ namespace protocol_json {
     for (const auto& t : j.value("transitions", nlohmann::json::array()))
       r.transitions.emplace_back(t.at(0).get<std::uint32_t>(), t.at(1).get<std::uint32_t>());
     r.ms = j.value("ms", 0.0);
+    r.phases = j.value("phases", std::map<std::string, double>{});
     for (const auto& l : j.value("located", nlohmann::json::array())) r.found.push_back(protocol_json::located_of(l));
     if (j.contains("skeleton")) r.structure = protocol_json::skeleton_of(j.at("skeleton"));
     return r;

@@ -55,7 +55,9 @@ struct round_record {
   bool accepted = false;
   std::int64_t new_labels = 0, new_transitions = 0;
   std::string model_hash;                  ///< the seed graph mutated this round
-  std::map<std::string, double> phase_ms;  ///< "profile","construct","select",... (stored as JSON)
+  /// "profile","construct","select",... (stored as JSON); a dotted key ("execute.load") is a part
+  /// of the phase before its dot, not a phase of its own.
+  std::map<std::string, double> phase_ms;
   std::string extra_json;                  ///< free-form JSON text the loop wants to keep
 
   friend bool operator==(const round_record&, const round_record&) = default;
@@ -345,7 +347,8 @@ class store {
       ++t.rounds;
       if (is_executed(r.verdict)) ++t.executed;
       if (r.verdict == round_verdict::legal || r.verdict == round_verdict::finding) ++t.legal;
-      for (const auto& [k, v] : r.phase_ms) t.minutes += v / 60000;
+      for (const auto& [k, v] : r.phase_ms)
+        if (k.find('.') == std::string::npos) t.minutes += v / 60000;  // "execute.load" is part of "execute"
     }
     t.legal_rate = t.executed > 0 ? static_cast<double>(t.legal) / static_cast<double>(t.executed) : 0;
     t.findings = findings().size();

@@ -23,6 +23,7 @@
 #include <tfg/oracle/nan_propagation.hpp>
 #include <tfg/torch/profile.hpp>
 #include <tfg/torch/trace_labels.hpp>
+#include <tfg/util/clock.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -123,13 +124,15 @@ inline void reseed_cpu_generator() {
     reply.error = clean_error(e.what());
     return reply;
   }
+  reply.phases["load"] = ms_since(t0);
+  double config_ms = 0;
   const std::vector<std::string> configs = req.configs.empty() ? default_campaign_configs() : req.configs;
   run_options ro;
   ro.threads = req.threads;
   ro.warmup = req.warmup;
   std::map<std::string, run_result> results;
   std::map<std::string, std::uint64_t> rng_after;
-  std::vector<std::string> sequence;
+  label_sequence sequence;
   event_labels names;
   for (const auto& c : configs) {
     worker_detail::write_current(st, {{"id", req.id}, {"model", req.model}, {"config", c}, {"pid", ::getpid()}});
@@ -142,10 +145,15 @@ inline void reseed_cpu_generator() {
       r = run_config(c, m, *inputs, ro);
       rng_after[c] = worker_detail::cpu_generator_state_hash();
     }
-    if (r.ok() && req.labels) append_labels(trace, names, c, sequence);  // failures add no labels
+    config_ms += r.prepare_ms + r.wall_ms;
+    if (r.ok() && req.labels) sequence.append(trace, names, c);  // failures add no labels
     reply.results.push_back({c, r.ok(), r.error, r.wall_ms, r.prepare_ms});
     results.emplace(c, std::move(r));
   }
+  reply.phases["configs"] = config_ms;
+  // Beyond the configurations' own times in the loop above: trace recording and bookkeeping.
+  reply.phases["labels"] = ms_since(t0) - reply.phases["load"] - config_ms;
+  const auto judge_t0 = std::chrono::steady_clock::now();
   worker_detail::write_current(st, {{"id", req.id}, {"model", req.model}, {"config", "compare"}, {"pid", ::getpid()}});
 
   // Judge every pair; the float64 pairs last, with the other float32 configurations that
@@ -223,7 +231,9 @@ inline void reseed_cpu_generator() {
   // The metamorphic check: the seed and the mutant, op by op, must agree within the operator's
   // tolerance; a difference is a violation only when the float64 runs differ too (otherwise
   // the model is ill-conditioned in float32, not changed by the mutation).
+  reply.phases["judge"] = ms_since(judge_t0);
   if (!req.seed_model.empty()) {
+    const auto meta_t0 = std::chrono::steady_clock::now();
     worker_detail::write_current(st, {{"id", req.id}, {"model", req.seed_model}, {"config", "metamorphic"}, {"pid", ::getpid()}});
     try {
       const auto seed = torchscript_importer().load(req.seed_model);
@@ -262,11 +272,14 @@ inline void reseed_cpu_generator() {
     } catch (const std::exception& e) {
       reply.error = "metamorphic check: " + clean_error(e.what());
     }
+    reply.phases["metamorphic"] = ms_since(meta_t0);
   }
-  const auto summary = summarise_labels(sequence);
+  const auto labels_t0 = std::chrono::steady_clock::now();
+  const auto summary = sequence.summary();
   reply.labels = summary.labels;
   for (auto [i, j] : summary.transitions)
     reply.transitions.emplace_back(static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(j));
+  reply.phases["labels"] += ms_since(labels_t0);
   reply.ok = true;
   reply.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return reply;

@@ -62,6 +62,7 @@ struct job {
   double slice_s = 0;
   std::size_t round_before = 0;
   double signatures_before = 0;
+  double first_round_s = -1;  ///< when its campaign finished its first round of the slice
   bool signalled = false;
 };
 
@@ -146,15 +147,6 @@ void copy_finding(const fs::path& from, const fs::path& to) {
   }
 }
 
-std::vector<nlohmann::json> metas_of(const fs::path& dir, const std::vector<tc::finding_row>& rows) {
-  std::vector<nlohmann::json> metas;
-  for (const auto& r : rows) {
-    auto m = read_json(dir / r.dir / "meta.json");
-    metas.push_back(m.is_object() ? m : nlohmann::json::object());
-  }
-  return metas;
-}
-
 /// OUT/report.html for a fuzzing job (or a merge of shards): the totals, the distinct findings
 /// with their witnesses, and the units with links to their campaigns' own reports.
 void write_fuzz_report(const fs::path& out, const tc::findings_index& idx, const std::vector<tc::fuzz_unit>& units,
@@ -172,7 +164,7 @@ void write_fuzz_report(const fs::path& out, const tc::findings_index& idx, const
   std::size_t rounds = 0;
   double seconds = 0;
   for (const auto& u : units) rounds += u.round, seconds += u.seconds;
-  write_file_atomic(out / "findings.sarif", tc::sarif_log(out, rows, metas_of(out, rows), rounds).dump(2) + "\n");
+  write_file_atomic(out / "findings.sarif", tc::sarif_log(out, rows, tc::finding_metas(out, rows), rounds).dump(2) + "\n");
   std::ostringstream h;
   h << "<!doctype html><html><head><meta charset=\"utf-8\"><title>flowmut " << esc(what) << "</title><style>"
     << tc::report_detail::style << "</style></head><body><h1>flowmut " << esc(what) << "</h1><table class=\"summary\">";
@@ -358,7 +350,9 @@ class fuzz_job {
       auto& u = units_[*pick];
       job j;
       j.unit = *pick;
-      j.slice_s = std::min(slice_, l);
+      // At least four times what the campaign took to get going last time (its import, profiling
+      // and first round), so that start-up stays under a fifth of a slice.
+      j.slice_s = std::min(std::max(slice_, 4 * u.setup_s), l);
       const auto dir = out_ / "campaigns" / u.name;
       j.round_before = view_of(dir).round;
       j.signatures_before = signatures_of(dir);
@@ -378,6 +372,8 @@ class fuzz_job {
       int status = 0;
       const pid_t r = ::waitpid(it->pid, &status, WNOHANG);
       if (r == 0) {
+        if (it->first_round_s < 0 && view_of(out_ / "campaigns" / units_[it->unit].name).round > it->round_before)
+          it->first_round_s = seconds_since(it->started);
         // A slice far past its time (a round stuck beyond the campaign's own timeouts) is told to stop.
         if (!it->signalled && seconds_since(it->started) > it->slice_s + 3.0 * a_.timeout_s + 60) {
           ::kill(it->pid, SIGINT);
@@ -397,10 +393,15 @@ class fuzz_job {
     const auto dir = out_ / "campaigns" / u.name;
     const double took = seconds_since(j.started);
     u.seconds += took;
+    if (j.first_round_s >= 0) u.setup_s = j.first_round_s;
     ++u.slices;
     const auto v = view_of(dir);
     const int code = status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    if (code != 0 && code != 130) {
+    // A campaign process killed by a signal (the kernel's OOM killer, say) resumes from its
+    // checkpoint once; a second kill, or an error exit, ends the campaign.
+    const bool retry = code < 0 && ++u.kills < 2;
+    if (retry && !a_.quiet) std::fprintf(stderr, "fuzz: the process of %s was killed; it resumes at its next slice\n", u.name.c_str());
+    if (code != 0 && code != 130 && !retry) {
       u.done = true;
       u.error = code < 0 ? "the campaign process was killed" : "the campaign exited " + std::to_string(code);
       {
@@ -562,7 +563,12 @@ int run_merge_command(const std::vector<std::string>& dirs, const std::string& o
     const fs::path o = fs::absolute(out).lexically_normal();
     tc::findings_index idx;
     std::map<std::string, tc::fuzz_unit> units;
-    std::map<std::string, fs::path> holder;  // finding id + representative unit -> the input folder with its copy
+    std::map<std::string, fs::path> holder;  // a finding's representative sighting -> the input folder with its copy
+    auto sighting = [](const tc::indexed_finding& f) {
+      const auto& w = f.witnesses.front();
+      return f.row.id + "|" + w.unit + "|" + w.campaign_dir + "|" + std::to_string(w.last_round) + "|" +
+             std::to_string(w.instances);
+    };
     for (const auto& d : dirs) {
       const fs::path p = fs::absolute(d).lexically_normal();
       if (p == o) throw std::invalid_argument(d + ": the output folder cannot be one of the inputs");
@@ -571,7 +577,7 @@ int run_merge_command(const std::vector<std::string>& dirs, const std::string& o
         throw std::invalid_argument(d + ": not the output of flowmut fuzz or merge (fuzz.json, findings.jsonl)");
       const auto part = tc::findings_index::from_jsonl(p / "findings.jsonl");
       for (const auto* f : part.entries())
-        if (!f->witnesses.empty()) holder.emplace(f->row.id + "|" + f->witnesses.front().unit, p);
+        if (!f->witnesses.empty()) holder.emplace(sighting(*f), p);
       idx.add_index(part);
       for (const auto& u : state.value("units", nlohmann::json::array()).get<std::vector<tc::fuzz_unit>>()) {
         auto it = units.find(u.name);
@@ -583,7 +589,7 @@ int run_merge_command(const std::vector<std::string>& dirs, const std::string& o
     std::vector<tc::fuzz_unit> merged;
     for (auto& [n, u] : units) merged.push_back(u);
     for (const auto* f : idx.entries()) {
-      const auto it = holder.find(f->row.id + "|" + f->witnesses.front().unit);
+      const auto it = holder.find(sighting(*f));
       if (it == holder.end()) continue;
       const fs::path from = it->second / f->row.dir, to = o / f->row.dir;
       if (fs::is_directory(from) && fs::absolute(from) != fs::absolute(to)) copy_finding(from, to);

@@ -9,6 +9,7 @@
 #include <tfg/torch/reduce.hpp>
 #include <tfg/torch/repro.hpp>
 #include <tfg/util/atomic_file.hpp>
+#include <tfg/util/text_file.hpp>
 
 #include <ATen/Version.h>
 
@@ -26,12 +27,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using tfg::read_text;
 
 /// Runs `command` in `dir` (a clean process) with output to `log` there, within `timeout_s`;
 /// the status is the reproducer's last line (REPRODUCED / NOT REPRODUCED), TIMED OUT or ERROR.

@@ -173,6 +173,18 @@ TEST_CASE("fuzz: the findings index has one entry per signature; merging is idem
   // A campaign seen again later (more rounds) replaces its witness instead of adding one.
   m.add(fuzz_row("k3", "abort"), fuzz_witness("seed_b-c1", 9));
   CHECK(m.witnesses() == 5);
+  // Two jobs' campaigns of the same name (not shards of one job): the same index in either order.
+  {
+    auto w1 = fuzz_witness("seed_a-c1", 3), w2 = fuzz_witness("seed_a-c1", 3);
+    w2.campaign_dir = "/other-job/campaigns/seed_a-c1";
+    tc::findings_index x, y;
+    x.add(fuzz_row("k1", "from one job"), w1);
+    x.add(fuzz_row("k1", "from the other"), w2);
+    y.add(fuzz_row("k1", "from the other"), w2);
+    y.add(fuzz_row("k1", "from one job"), w1);
+    CHECK(x.to_jsonl() == y.to_jsonl());
+    CHECK(x.witnesses() == 1);
+  }
   {
     std::ofstream(dir / "bad.jsonl") << abc << "{\"key\": 1\n";
   }

@@ -17,9 +17,11 @@ PY=/usr/bin/python3
 fail() { echo "FAIL: $*" >&2; exit 1; }
 rm -rf "$WORK"; mkdir -p "$WORK/seeds" "$WORK/ops"
 export GLOG_minloglevel=2
-"$PY" "$SRC/tests/data/make_repro_seeds.py" "$WORK/seeds" > /dev/null || fail "make_repro_seeds.py"
-cp "$WORK/seeds/gelu_tanh_conv.pt" "$WORK/seeds/gelu_b.pt"
-cp "$WORK/seeds/gelu_tanh_conv.inputs.pt" "$WORK/seeds/gelu_b.inputs.pt"
+"$PY" "$SRC/tests/data/make_repro_seeds.py" "$WORK/gen" > /dev/null || fail "make_repro_seeds.py"
+for name in gelu_tanh_conv gelu_b; do
+  cp "$WORK/gen/gelu_tanh_conv.pt" "$WORK/seeds/$name.pt"
+  cp "$WORK/gen/gelu_tanh_conv.inputs.pt" "$WORK/seeds/$name.inputs.pt"
+done
 cp "$SRC/tests/data/tiny_mix.pt" "$SRC/tests/data/tiny_mix.inputs.pt" "$WORK/seeds/"
 cp "$SRC"/tests/data/fault_ops/{fault_segv,fault_abort,fault_nan_in_f64}.tfg "$WORK/ops/"
 common=(--time 5m --rounds 3 --jobs 2 --ops "$WORK/ops" --policy one-shot --config eager_op_by_op

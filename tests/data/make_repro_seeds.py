@@ -5,6 +5,10 @@ gelu_tanh_conv.pt: a small conv net whose gelu(approximate='tanh') follows a con
 torch.jit.optimize_for_inference converts it to an MKLDNN gelu that supports only the exact
 gelu and raises (docs/findings.md, F2): the campaign's round 0 finds it in the seed itself.
 
+dropout_p0.pt: a conv net with dropout(x, 0.0, train=True) (as swin_v2_t's attention has it):
+under TorchScript autodiff the dropout becomes native_dropout, which draws random numbers even
+at p = 0, while eager dropout does not (docs/findings.md, F5): a `state` finding at round 0.
+
 Usage: make_repro_seeds.py OUT_DIR   (needs Debian's python3-torch: run with /usr/bin/python3)
 """
 import os
@@ -28,6 +32,16 @@ class GeluTanhConv(torch.nn.Module):
         return self.head(z.mean((2, 3)))
 
 
+class DropoutP0(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, x):
+        y = torch.relu(self.conv(x))
+        return torch.nn.functional.dropout(y, 0.0, True).mean((2, 3))
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -37,6 +51,10 @@ def main():
     g = torch.Generator().manual_seed(1)
     torch.save([(torch.randn(1, 3, 8, 8, generator=g),) for _ in range(2)],
                os.path.join(out, "gelu_tanh_conv.inputs.pt"))
+    d = DropoutP0().eval()
+    torch.jit.save(torch.jit.script(d), os.path.join(out, "dropout_p0.pt"))
+    torch.save([(torch.randn(1, 3, 8, 8, generator=g),) for _ in range(2)],
+               os.path.join(out, "dropout_p0.inputs.pt"))
 
 
 if __name__ == "__main__":

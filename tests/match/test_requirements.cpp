@@ -207,6 +207,31 @@ requirement aten::relu(%self, ...) propagates nan preserve { rank(%self) >= 1 }
   CHECK(text.find("NaN rule") != std::string::npos);
 }
 
+TEST_CASE("requirements: 'propagates nan RULE from %x' names the operand by its input position, or is E046") {
+  auto const ok = dsl::parse(R"(tfg 1
+requirement aten::reshape_as(%self, %other) propagates nan preserve from %self { numel(%self) == numel(%other) }
+requirement aten::fake_as(%self, $k, %other) propagates nan elementwise from %other {}
+)",
+                             "from.tfg");
+  INFO(ok.format_diagnostics());
+  REQUIRE(ok.ok());
+  tfg::match::symbol_table syms;
+  auto const c = tfg::match::compile(ok.ast, syms, {});
+  REQUIRE(c.ok());
+  CHECK(c.requirements.nan_rules.at("aten::reshape_as") == "preserve@0");
+  CHECK(c.requirements.nan_rules.at("aten::fake_as") == "elementwise@1");  // constants are not input edges
+  for (const char* bad : {"requirement aten::f(%self) propagates nan any from %nope {}\n",
+                          "requirement aten::f(%self, $k) propagates nan any from %k {}\n",
+                          "requirement aten::f(%w?, %self) propagates nan any from %self {}\n",
+                          "requirement aten::f(%xs[]) propagates nan any from %xs {}\n"}) {
+    auto const r = dsl::parse(std::string("tfg 1\n") + bad, "bad.tfg");
+    CHECK_FALSE(r.ok());
+    const auto text = r.format_diagnostics();
+    CHECK(text.find("error[E046]") != std::string::npos);
+    CHECK(text.find("bad.tfg:2:") != std::string::npos);
+  }
+}
+
 TEST_CASE("requirements: the bundled requirement files state NaN rules for the propagating operators") {
   tfg::match::symbol_table syms;
   auto const pool = tfg::match::load_pool({tfg_test::source_dir() / "operators" / "requirements"}, syms, externs());
@@ -215,6 +240,8 @@ TEST_CASE("requirements: the bundled requirement files state NaN rules for the p
   CHECK(r.size() >= 80);
   CHECK(r.at("aten::relu") == "elementwise");
   CHECK(r.at("aten::cat") == "preserve");
+  CHECK(r.at("aten::reshape_as") == "preserve@0");  // `other` lends only its shape
+  CHECK(r.at("aten::expand_as") == "elementwise@0");
   CHECK(r.at("aten::_convolution") == "any");
   CHECK(r.count("aten::where") == 0);  // selects: a NaN may legitimately not be chosen
   CHECK(r.count("aten::pow") == 0);    // pow(NaN, 0) = 1

@@ -76,4 +76,31 @@ TEST_CASE("nan propagation: elementwise, preserve and any rules over F(e) counts
   CHECK(f.check({}).empty());
 }
 
+TEST_CASE("nan propagation: 'from %self' judges only the operand whose values flow (reshape_as, expand_as)") {
+  using oracle::nan_rule;
+  const oracle::nan_rules rules{{"aten::reshape_as", {nan_rule::preserve, 0}}};
+  fixture f;
+  const auto x = f.g.add_input(0);
+  f.prof[graph::index(x)].runs = {t(12, 0)};
+  const auto shape_donor = f.g.add_input(0);
+  f.prof[graph::index(shape_donor)].runs = {t(12, 5)};  // NaN in `other`: only its shape is read
+  f.add("aten::reshape_as", {x, shape_donor}, t(12, 0));
+  CHECK(f.check(rules).empty());
+  // Without `from`, the same node was reported (the tool artefact this rule removes).
+  CHECK(f.check({{"aten::reshape_as", nan_rule::preserve}}).size() == 1);
+  // A NaN in `self` that vanishes is still a finding.
+  const auto y = f.g.add_input(0);
+  f.prof[graph::index(y)].runs = {t(12, 3)};
+  f.add("aten::reshape_as", {y, shape_donor}, t(12, 1));
+  const auto v = f.check(rules);
+  REQUIRE(v.size() == 1);
+  CHECK(v[0].expected == 3);
+  CHECK(v[0].message.find("from operand 0") != std::string::npos);
+  // The rule's text round trip.
+  CHECK(oracle::to_string(oracle::nan_spec{nan_rule::preserve, 0}) == "preserve@0");
+  CHECK(*oracle::parse_nan_rule("preserve@0") == oracle::nan_spec{nan_rule::preserve, 0});
+  CHECK(*oracle::parse_nan_rule("any") == oracle::nan_spec{nan_rule::any});
+  for (const char* bad : {"preserve@", "preserve@x", "@0", "keep@1", "preserve@12345"}) CHECK_FALSE(oracle::parse_nan_rule(bad));
+}
+
 }  // namespace tfg_test_oracle_nan_propagation

@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -115,14 +116,17 @@ struct fuzz_unit {
   std::size_t round = 0;           ///< rounds done (the campaign's state.json)
   std::size_t findings = 0;        ///< the campaign's distinct findings
   double seconds = 0;              ///< wall time in its slices
+  double setup_s = 0;              ///< its last slice's time to the end of its first round
   bool done = false;               ///< its round budget is spent, or it failed
   std::string error;               ///< why its campaign failed (then done)
+  std::size_t kills = 0;           ///< slices whose process died of a signal (the second ends it)
 };
 
 inline void to_json(nlohmann::json& j, const fuzz_unit& u) {
   j = {{"name", u.name},         {"seed", u.seed.string()}, {"campaign_seed", u.campaign_seed}, {"slices", u.slices},
        {"reward_sum", u.reward_sum}, {"last_pick", u.last_pick}, {"round", u.round},             {"findings", u.findings},
-       {"seconds", u.seconds},   {"done", u.done},             {"error", u.error}};
+       {"seconds", u.seconds},   {"done", u.done},             {"error", u.error},
+       {"kills", u.kills}, {"setup_s", u.setup_s}};
 }
 inline void from_json(const nlohmann::json& j, fuzz_unit& u) {
   u.name = j.at("name").get<std::string>();
@@ -136,6 +140,8 @@ inline void from_json(const nlohmann::json& j, fuzz_unit& u) {
   u.seconds = j.value("seconds", 0.0);
   u.done = j.value("done", false);
   u.error = j.value("error", std::string());
+  u.kills = j.value("kills", std::size_t{0});
+  u.setup_s = j.value("setup_s", 0.0);
 }
 
 /// The seed files named by `args`: files as given, folders by their `*.pt` files that are not
@@ -283,18 +289,23 @@ struct indexed_finding {
 /// The findings of many campaigns, one entry per signature key.
 class findings_index {
  public:
-  /// Adds `w`'s sighting of `row`; a witness already there (same unit) is replaced when this
-  /// one has seen more rounds, so adding the same campaign twice changes nothing.
+  /// Adds `w`'s sighting of `row`. A unit already there keeps one witness: the sighting with
+  /// more rounds, then more instances (then a fixed order of the other fields), so adding the
+  /// same campaign twice, or sightings in any order, gives the same index. The entry's row is
+  /// the one that came with its first witness by unit name.
   void add(const finding_row& row, const witness& w) {
     auto& f = by_key_[row.key];
     auto it = std::find_if(f.witnesses.begin(), f.witnesses.end(), [&](const witness& x) { return x.unit == w.unit; });
-    if (it != f.witnesses.end()) {
-      if (w.last_round > it->last_round || (w.last_round == it->last_round && w.instances > it->instances)) *it = w;
-    } else {
+    bool taken = true;
+    if (it == f.witnesses.end()) {
       f.witnesses.push_back(w);
+    } else if (later(w, *it)) {
+      *it = w;
+    } else {
+      taken = false;
     }
     std::sort(f.witnesses.begin(), f.witnesses.end());
-    if (f.row.key.empty() || f.witnesses.front().unit == w.unit) {
+    if (taken && f.witnesses.front().unit == w.unit) {
       f.row = row;
       f.row.dir = "findings/" + row.id;
     }
@@ -321,6 +332,12 @@ class findings_index {
   void add_index(const findings_index& other) {
     for (const auto& [key, f] : other.by_key_)
       for (const auto& w : f.witnesses) add(f.row, w);
+  }
+  /// The sighting a unit keeps of two: more rounds, more instances, then a fixed order.
+  [[nodiscard]] static bool later(const witness& a, const witness& b) {
+    return std::tie(a.last_round, a.instances, a.first_round, a.reliability, a.campaign_dir, a.status, a.seed,
+                    a.campaign_seed) > std::tie(b.last_round, b.instances, b.first_round, b.reliability, b.campaign_dir,
+                                                b.status, b.seed, b.campaign_seed);
   }
   [[nodiscard]] std::size_t size() const noexcept { return by_key_.size(); }
   [[nodiscard]] std::size_t witnesses() const noexcept {

@@ -231,6 +231,25 @@ template <class Backend>
       at.note = cache->why_not;
       return at;
     }
+    // Random number consumption is compared over the whole run, and the draws need not change
+    // any value: cutting the model moves what an optimiser does with its random operators, so a
+    // bisection lands on unrelated nodes. The finding names the model's random operators
+    // instead, which makes it the same finding on every mutant of the seed.
+    if (v && v->kind == oracle::verdict_kind::state_mismatch &&
+        v->message.rfind("random number generator consumption differs", 0) == 0) {
+      std::set<std::string> random_ops;
+      for (const auto& n : cache->structure->nodes)
+        for (std::string_view r : {"dropout", "bernoulli", "rand", "normal", "multinomial", "uniform", "exponential",
+                                   "cauchy", "geometric", "poisson", "rrelu"})
+          if (n.kind.find(r) != std::string::npos) random_ops.insert(n.kind);
+      std::string names;
+      for (const auto& r : random_ops) names += (names.empty() ? "" : ",") + r;
+      at.culprit_op = names.empty() ? "(no random operator)" : names;
+      at.localised = false;
+      at.note = "random number consumption is compared over the whole run: attributed to the model's random "
+                "operators, not localised";
+      return at;
+    }
     const auto& g = *cache->graph;
     localiser<skeleton_graph> loc(
         g, [&](graph::edge_id e) { return g.data(e); }, [&](graph::node_id n) { return g.data(n); });

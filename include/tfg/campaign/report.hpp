@@ -24,6 +24,7 @@
 #include "tfg/campaign/sarif.hpp"
 #include "tfg/campaign/store.hpp"
 #include "tfg/util/atomic_file.hpp"
+#include "tfg/util/text_file.hpp"
 
 namespace tfg::campaign {
 
@@ -50,12 +51,7 @@ namespace report_detail {
   return b;
 }
 
-[[nodiscard]] inline std::string read_text(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using tfg::read_text;
 
 using series = std::pair<std::string, std::vector<std::pair<double, double>>>;
 
@@ -151,6 +147,20 @@ svg .ax{stroke:#888;stroke-width:1}pre{background:#f6f6f6;padding:8px;overflow-x
 
 }  // namespace report_detail
 
+/// The parsed `meta.json` of each finding folder (`dir / row.dir`); an empty object where there
+/// is none or it does not parse.
+[[nodiscard]] inline std::vector<nlohmann::json> finding_metas(const std::filesystem::path& dir,
+                                                              const std::vector<finding_row>& rows) {
+  std::vector<nlohmann::json> metas;
+  metas.reserve(rows.size());
+  for (const auto& f : rows) {
+    std::ifstream in(dir / f.dir / "meta.json");
+    auto m = nlohmann::json::parse(in, nullptr, false);
+    metas.push_back(m.is_object() ? std::move(m) : nlohmann::json::object());
+  }
+  return metas;
+}
+
 /// What write_report wrote.
 struct report_result {
   std::filesystem::path html, jsonl, sarif;
@@ -176,14 +186,10 @@ inline report_result write_report(const std::filesystem::path& dir) {
 
   // findings.jsonl: the row, plus what the finding folder adds (localisation, reduction).
   std::ostringstream jsonl;
-  std::vector<nlohmann::json> metas;
-  for (const auto& f : findings) {
-    nlohmann::json meta = nlohmann::json::object();
-    {
-      std::ifstream in(dir / f.dir / "meta.json");
-      auto m = nlohmann::json::parse(in, nullptr, false);
-      if (!m.is_discarded()) meta = std::move(m);
-    }
+  const auto metas = finding_metas(dir, findings);
+  for (std::size_t i = 0; i < findings.size(); ++i) {
+    const auto& f = findings[i];
+    const auto& meta = metas[i];
     nlohmann::json j = {{"id", f.id},           {"kind", f.kind},           {"title", f.title},
                         {"culprit_op", f.culprit_op}, {"config_a", f.config_a}, {"config_b", f.config_b},
                         {"dtype", f.dtype},     {"device", f.device},       {"status", f.status},
@@ -192,7 +198,6 @@ inline report_result write_report(const std::filesystem::path& dir) {
     if (meta.contains("localisation")) j["localisation"] = meta["localisation"];
     if (meta.contains("reduction")) j["reduction"] = meta["reduction"];
     jsonl << j.dump() << "\n";
-    metas.push_back(std::move(meta));
   }
   out.jsonl = dir / "findings.jsonl";
   write_file_atomic(out.jsonl, jsonl.str());

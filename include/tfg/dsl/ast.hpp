@@ -304,6 +304,9 @@ struct requirement_decl {
   /// `propagates nan RULE` after the argument list: how the op's documented semantics carry a
   /// NaN from its inputs to its outputs ("elementwise", "preserve", "any"); empty: no rule.
   std::string nan_rule;
+  /// `... from %x`: the one operand the rule applies to (the others lend a shape or a type);
+  /// empty: every operand.
+  symbol nan_from;
   std::string doc;                        ///< `///` lines directly above
   source_loc loc;
 };

@@ -179,7 +179,7 @@ struct compiled_requirement {
   bool rest = false;
   std::vector<program> conditions;
   std::string where;                    ///< "file:line:col"
-  std::string nan_rule;                 ///< `propagates nan RULE` ("" none)
+  std::string nan_rule;                 ///< `propagates nan RULE` ("" none); "RULE@K" with `from` (operand K)
 };
 
 /// Requirements by op symbol; alternatives in declaration order.
@@ -820,7 +820,15 @@ class compiler {
     for (auto const& rq : m.requirements) {
       auto cr = c.compile_requirement(rq);
       cr.nan_rule = rq.nan_rule;
-      if (!rq.nan_rule.empty()) r.requirements.nan_rules.emplace(cr.op, rq.nan_rule);
+      if (!rq.nan_from.text.empty()) {  // "preserve@K": K = the operand's position among the node's input edges
+        int k = 0;
+        for (auto const& a : rq.args) {
+          if (a.name.text == rq.nan_from.text) break;
+          k += a.kind == dsl::req_arg_kind::tensor;
+        }
+        cr.nan_rule += "@" + std::to_string(k);
+      }
+      if (!rq.nan_rule.empty()) r.requirements.nan_rules.emplace(cr.op, cr.nan_rule);
       r.requirements.by_op[symbols.intern(cr.op)].push_back(std::move(cr));
     }
     r.diagnostics = std::move(c.diags);

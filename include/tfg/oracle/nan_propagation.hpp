@@ -11,6 +11,9 @@
 ///  - `any`: an output element reads many input elements (reductions, matmul, convolution,
 ///    normalisation, softmax, pooling): at least one NaN out when one comes in.
 ///
+/// `from %x` limits the rule to one operand, for ops whose other tensor operands lend only a
+/// shape or a type (view_as, reshape_as, expand_as).
+///
 /// Judged from F(e) alone (NaN counts per profiling run), so no extra execution is needed.
 #include <cstdint>
 #include <map>
@@ -35,14 +38,44 @@ enum class nan_rule : std::uint8_t { elementwise, preserve, any };
   return "?";
 }
 
-[[nodiscard]] constexpr std::optional<nan_rule> parse_nan_rule(std::string_view s) noexcept {
+/// An operator's rule and the operand it applies to: `operand` is the index among the node's
+/// input edges of the one input whose values flow to the output (`propagates nan preserve from
+/// %self` of view_as, reshape_as, expand_as: `other` only lends its shape); -1: every input.
+struct nan_spec {
+  nan_rule rule = nan_rule::any;
+  int operand = -1;
+  constexpr nan_spec() = default;
+  constexpr nan_spec(nan_rule r, int from = -1) noexcept : rule(r), operand(from) {}  // NOLINT: a rule is a spec
+  friend constexpr bool operator==(const nan_spec&, const nan_spec&) = default;
+};
+
+/// "elementwise", "preserve", "any", or with an operand "preserve@0" (as requirement files compile).
+[[nodiscard]] inline std::string to_string(const nan_spec& s) {
+  std::string out(to_string(s.rule));
+  if (s.operand >= 0) out += "@" + std::to_string(s.operand);
+  return out;
+}
+
+/// Inverse of to_string(nan_spec); nullopt for any other text.
+[[nodiscard]] inline std::optional<nan_spec> parse_nan_rule(std::string_view s) noexcept {
+  int operand = -1;
+  if (const auto at = s.find('@'); at != std::string_view::npos) {
+    const auto digits = s.substr(at + 1);
+    if (digits.empty() || digits.size() > 4) return std::nullopt;
+    operand = 0;
+    for (char c : digits) {
+      if (c < '0' || c > '9') return std::nullopt;
+      operand = operand * 10 + (c - '0');
+    }
+    s = s.substr(0, at);
+  }
   for (auto r : {nan_rule::elementwise, nan_rule::preserve, nan_rule::any})
-    if (to_string(r) == s) return r;
+    if (to_string(r) == s) return nan_spec{r, operand};
   return std::nullopt;
 }
 
 /// Op kind -> its rule.
-using nan_rules = std::map<std::string, nan_rule, std::less<>>;
+using nan_rules = std::map<std::string, nan_spec, std::less<>>;
 
 /// One operator a NaN vanished through, on one profiling run.
 struct nan_violation {
@@ -66,7 +99,8 @@ template <graph::tensor_graph G, class KindOf, class ProfileOf>
     const std::string kind{kind_of(n)};
     const auto it = rules.find(kind);
     if (it == rules.end()) continue;
-    const auto rule = it->second;
+    const auto rule = it->second.rule;
+    const int operand = it->second.operand;
     const state::edge_profile* first_out = nullptr;
     for (auto e : g.outputs(n))
       if (const auto* p = profile_of(e); p && !p->runs.empty() && p->runs[0].kind == state::value_kind::tensor &&
@@ -78,7 +112,10 @@ template <graph::tensor_graph G, class KindOf, class ProfileOf>
     for (std::size_t r = 0; r < first_out->runs.size(); ++r) {
       const auto& o = first_out->runs[r];
       nan_violation worst;
+      int index = -1;
       for (auto e : g.inputs(n)) {
+        ++index;
+        if (operand >= 0 && index != operand) continue;  // an operand that only lends its shape
         const auto* p = profile_of(e);
         if (!p || r >= p->runs.size()) continue;
         const auto& s = p->runs[r];
@@ -98,7 +135,8 @@ template <graph::tensor_graph G, class KindOf, class ProfileOf>
       worst.node = n;
       worst.run = r;
       worst.out_nan = o.numbers.nan_count;
-      worst.message = kind + " (propagates nan " + std::string(to_string(rule)) + ") read " +
+      worst.message = kind + " (propagates nan " + std::string(to_string(rule)) +
+                      (operand >= 0 ? " from operand " + std::to_string(operand) : std::string()) + ") read " +
                       std::to_string(worst.in_nan) + " NaN and returned " + std::to_string(o.numbers.nan_count) +
                       " (at least " + std::to_string(worst.expected) + " expected) on profiling input " +
                       std::to_string(r);

@@ -72,6 +72,21 @@ inline void  checker::check_requirement(requirement_decl& rq) {
     if (is_value) req_values_.emplace(a.name.text, a.kind);
     else req_params_.insert(a.name.text);
   }
+  // `propagates nan RULE from %x`: %x is a plain tensor argument, and every argument before it
+  // is a constant or a plain tensor, so that its position among the node's input edges is fixed.
+  if (!rq.nan_from.text.empty()) {
+    std::size_t i = 0;
+    while (i < rq.args.size() && rq.args[i].name.text != rq.nan_from.text) ++i;
+    if (i == rq.args.size() || rq.args[i].kind != req_arg_kind::tensor)
+      error(errc::bad_requirement_args, rq.nan_from.loc,
+            "'from %" + rq.nan_from.text + "': not a plain tensor argument ('%x') of this requirement");
+    else
+      for (std::size_t j = 0; j < i; ++j)
+        if (rq.args[j].kind == req_arg_kind::optional_tensor || rq.args[j].kind == req_arg_kind::tensor_list)
+          error(errc::bad_requirement_args, rq.nan_from.loc,
+                "'from %" + rq.nan_from.text + "': an optional or list argument before it leaves its input position open",
+                {{"that argument", rq.args[j].loc}});
+  }
   check_conditions(rq.conditions, expr_site::requirement);
 }
 

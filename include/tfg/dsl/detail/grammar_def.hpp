@@ -536,7 +536,8 @@ inline auto const requirement_r_def =
                     x3::raw[kw("elementwise") | kw("preserve") | kw("any")])[([](auto& c) {
                       auto const& r = x3::_attr(c);  // the matched range
                       _val(c).nan_rule.assign(r.begin(), r.end());
-                    })]) >
+                    })] >
+              -(kw("from") > value_sym[([](auto& c) { _val(c).nan_from = std::move(_attr(c)); })])) >
             '{' >
             *(expression[([](auto& c) { _val(c).conditions.push_back(std::move(_attr(c))); })] >> -lit(';')) >
             named("condition or '}'", lit('}'))][set_loc];

@@ -361,12 +361,13 @@ class findings_index {
       std::int64_t instances = 0;
       double reliability = -1;
       for (const auto& w : f.witnesses) instances += w.instances, reliability = std::max(reliability, w.reliability);
-      const auto& r = f.row;
-      nlohmann::json j = {{"id", r.id},           {"key", r.key},           {"kind", r.kind},
-                          {"title", r.title},     {"culprit_op", r.culprit_op}, {"config_a", r.config_a},
-                          {"config_b", r.config_b}, {"dtype", r.dtype},     {"device", r.device},
-                          {"message", r.message}, {"dir", r.dir},           {"status", f.status()},
-                          {"instances", instances}, {"reliability", reliability}, {"witnesses", f.witnesses}};
+      nlohmann::json j = f.row;  // the representative's row, with the job-wide status, instances, reliability
+      j["first_round"] = f.witnesses.front().first_round;  // the representative's, as from_jsonl reads them
+      j["last_round"] = f.witnesses.front().last_round;
+      j["status"] = f.status();
+      j["instances"] = instances;
+      j["reliability"] = reliability;
+      j["witnesses"] = f.witnesses;
       out += j.dump() + "\n";
     }
     return out;
@@ -384,17 +385,7 @@ class findings_index {
         throw std::runtime_error(file.string() + ":" + std::to_string(n) + ": not a findings-index line");
       auto& f = idx.by_key_[j.at("key").get<std::string>()];
       auto& r = f.row;
-      r.id = j.value("id", "");
-      r.key = j.at("key").get<std::string>();
-      r.kind = j.value("kind", "");
-      r.title = j.value("title", "");
-      r.culprit_op = j.value("culprit_op", "");
-      r.config_a = j.value("config_a", "");
-      r.config_b = j.value("config_b", "");
-      r.dtype = j.value("dtype", "");
-      r.device = j.value("device", "");
-      r.message = j.value("message", "");
-      r.dir = j.value("dir", "");
+      r = j.get<finding_row>();
       f.witnesses = j.at("witnesses").get<std::vector<witness>>();
       std::sort(f.witnesses.begin(), f.witnesses.end());
       // The row's own numbers are those of the representative witness.

@@ -66,6 +66,9 @@ struct attribution {
   /// The culprit computes its outputs accurately from its own inputs in both configurations:
   /// a numeric divergence that is ill-conditioning (findings_of drops it).
   bool conditioned = false;
+  /// A property of the whole run, not of a node (random-number consumption): attributed to
+  /// `culprit_op` without a node, and inherited by every mutant of a seed that shows it.
+  bool whole_model = false;
 };
 
 /// Attributes what an outcome shows: `v` is the verdict of a differential finding (nullptr

@@ -246,6 +246,7 @@ template <class Backend>
       for (const auto& r : random_ops) names += (names.empty() ? "" : ",") + r;
       at.culprit_op = names.empty() ? "(no random operator)" : names;
       at.localised = false;
+      at.whole_model = true;
       at.note = "random number consumption is compared over the whole run: attributed to the model's random "
                 "operators, not localised";
       return at;
@@ -693,14 +694,20 @@ class loop {
   /// The seed's finding `f` becomes a root of the current corpus member (its mutants inherit
   /// a disagreement localised to the same node).
   void corpus_root(const observed_finding& f) {
-    if (f.where.node == graph::no_node || corpus_.empty()) return;
-    corpus_[current_].roots.emplace(root_key(f.signature.kind, f.signature.config_a, f.signature.config_b, f.where.node),
-                                    f.signature);
+    if ((f.where.node == graph::no_node && !f.where.whole_model) || corpus_.empty()) return;
+    corpus_[current_].roots.emplace(root_key(f), f.signature);
   }
 
   [[nodiscard]] static std::string root_key(oracle::finding_kind k, const std::string& a, const std::string& b,
                                             graph::node_id n) {
     return std::string(oracle::to_string(k)) + "|" + a + "|" + b + "|" + std::to_string(graph::index(n));
+  }
+  /// A finding's root key: by its node, or "…|model" for a whole-model finding.
+  [[nodiscard]] static std::string root_key(const observed_finding& f) {
+    if (f.where.whole_model)
+      return std::string(oracle::to_string(f.signature.kind)) + "|" + f.signature.config_a + "|" + f.signature.config_b +
+             "|model";
+    return root_key(f.signature.kind, f.signature.config_a, f.signature.config_b, f.where.node);
   }
 
   // ---- attribution and localisation ----------------------------------------------------------
@@ -980,6 +987,12 @@ class loop {
   /// The root of the current seed a finding is inherited from: the same kind and pair,
   /// localised to the same original node.
   [[nodiscard]] std::optional<oracle::finding_signature> inherited_root(const observed_finding& f) const {
+    if (f.where.whole_model && !corpus_.empty()) {  // the same whole-run property of the seed
+      const auto& roots = corpus_[current_].roots;
+      const auto it = roots.find(root_key(f));
+      if (it == roots.end() || it->second.culprit_op != f.signature.culprit_op) return std::nullopt;
+      return it->second;
+    }
     if (!f.where.localised || f.where.node == graph::no_node || corpus_.empty()) return std::nullopt;
     const auto& roots = corpus_[current_].roots;
     const auto it = roots.find(root_key(f.signature.kind, f.signature.config_a, f.signature.config_b, f.where.node));
@@ -1003,8 +1016,7 @@ class loop {
     // The new seed carries its parent's roots and whatever this mutant showed (--accept any):
     // the same node ids, since the mutant is a rewrite of its parent.
     auto roots = corpus_.empty() ? std::map<std::string, oracle::finding_signature>{} : corpus_[current_].roots;
-    for (const auto& f : shown)
-      roots.emplace(root_key(f.signature.kind, f.signature.config_a, f.signature.config_b, f.where.node), f.signature);
+    for (const auto& f : shown) roots.emplace(root_key(f), f.signature);
     // The new seed is the import of the published file, profiled here: what a resumed
     // campaign continues from (its roots move to the new node ids by position).
     const auto file = fs::path("corpus") / (std::to_string(round_) + ".pt");
@@ -1237,12 +1249,19 @@ class loop {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& [key, sig] : roots) {
       const auto bar = key.rfind('|');
-      const auto node = static_cast<std::size_t>(std::stoull(key.substr(bar + 1)));
-      if (node >= pos.size()) continue;
-      out.push_back({{"prefix", key.substr(0, bar + 1)}, {"position", pos[node]}, {"node_kind", kinds[node]},
-                     {"kind", std::string(oracle::to_string(sig.kind))}, {"a", sig.config_a}, {"b", sig.config_b},
-                     {"op", sig.culprit_op}, {"dtype", sig.dtype}, {"device", sig.device}, {"detail", sig.detail},
-                     {"symptom", sig.symptom}, {"inputs", sig.inputs}});
+      nlohmann::json rec = {{"prefix", key.substr(0, bar + 1)},
+                            {"kind", std::string(oracle::to_string(sig.kind))}, {"a", sig.config_a}, {"b", sig.config_b},
+                            {"op", sig.culprit_op}, {"dtype", sig.dtype}, {"device", sig.device}, {"detail", sig.detail},
+                            {"symptom", sig.symptom}, {"inputs", sig.inputs}};
+      if (key.compare(bar + 1, std::string::npos, "model") == 0) {
+        rec["whole_model"] = true;
+      } else {
+        const auto node = static_cast<std::size_t>(std::stoull(key.substr(bar + 1)));
+        if (node >= pos.size()) continue;
+        rec["position"] = pos[node];
+        rec["node_kind"] = kinds[node];
+      }
+      out.push_back(std::move(rec));
     }
     return out;
   }
@@ -1255,9 +1274,11 @@ class loop {
     const auto& g = Backend::graph(model);
     std::vector<graph::node_id> by_pos(g.topological_order().begin(), g.topological_order().end());
     for (const auto& r : records) {
-      const auto p = r.at("position").get<std::size_t>();
-      if (p >= by_pos.size()) continue;
-      if (r.contains("node_kind") && r.at("node_kind").get<std::string>() != Backend::kind(model, by_pos[p])) continue;
+      const bool whole = r.value("whole_model", false);
+      const auto p = whole ? 0 : r.at("position").get<std::size_t>();
+      if (!whole && p >= by_pos.size()) continue;
+      if (!whole && r.contains("node_kind") && r.at("node_kind").get<std::string>() != Backend::kind(model, by_pos[p]))
+        continue;
       oracle::finding_signature sig;
       sig.kind = oracle::parse_finding_kind(r.at("kind").get<std::string>()).value_or(oracle::finding_kind::numeric);
       sig.config_a = r.value("a", "");
@@ -1268,7 +1289,8 @@ class loop {
       sig.detail = r.value("detail", "");
       sig.symptom = r.value("symptom", "");
       sig.inputs = r.value("inputs", "");
-      roots.emplace(r.at("prefix").get<std::string>() + std::to_string(graph::index(by_pos[p])), sig);
+      roots.emplace(r.at("prefix").get<std::string>() + (whole ? std::string("model") : std::to_string(graph::index(by_pos[p]))),
+                    sig);
     }
     return roots;
   }

@@ -190,11 +190,7 @@ inline report_result write_report(const std::filesystem::path& dir) {
   for (std::size_t i = 0; i < findings.size(); ++i) {
     const auto& f = findings[i];
     const auto& meta = metas[i];
-    nlohmann::json j = {{"id", f.id},           {"kind", f.kind},           {"title", f.title},
-                        {"culprit_op", f.culprit_op}, {"config_a", f.config_a}, {"config_b", f.config_b},
-                        {"dtype", f.dtype},     {"device", f.device},       {"status", f.status},
-                        {"first_round", f.first_round}, {"last_round", f.last_round}, {"instances", f.instances},
-                        {"reliability", f.reliability}, {"dir", f.dir},     {"key", f.key}};
+    nlohmann::json j = f;
     if (meta.contains("localisation")) j["localisation"] = meta["localisation"];
     if (meta.contains("reduction")) j["reduction"] = meta["reduction"];
     jsonl << j.dump() << "\n";

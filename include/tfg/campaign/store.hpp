@@ -71,6 +71,35 @@ struct finding_row {
   double reliability = -1;  ///< fraction of successful reproductions; -1 = not yet reproduced
 };
 
+/// A finding row as JSON (findings.jsonl of report and fuzz): every field by its name.
+inline void to_json(nlohmann::json& j, const finding_row& f) {
+  j = {{"id", f.id},           {"kind", f.kind},           {"title", f.title},
+       {"culprit_op", f.culprit_op}, {"config_a", f.config_a}, {"config_b", f.config_b},
+       {"dtype", f.dtype},     {"device", f.device},       {"status", f.status},
+       {"first_round", f.first_round}, {"last_round", f.last_round}, {"instances", f.instances},
+       {"reliability", f.reliability}, {"dir", f.dir},     {"key", f.key}, {"message", f.message}};
+}
+/// The inverse of to_json; a missing field keeps its default.
+inline void from_json(const nlohmann::json& j, finding_row& f) {
+  auto text = [&](const char* k) { return j.value(k, std::string()); };
+  f.id = text("id");
+  f.kind = text("kind");
+  f.title = text("title");
+  f.key = text("key");
+  f.culprit_op = text("culprit_op");
+  f.config_a = text("config_a");
+  f.config_b = text("config_b");
+  f.dtype = text("dtype");
+  f.device = text("device");
+  f.message = text("message");
+  f.dir = text("dir");
+  f.status = text("status");
+  f.first_round = j.value("first_round", std::int64_t{0});
+  f.last_round = j.value("last_round", std::int64_t{0});
+  f.instances = j.value("instances", std::int64_t{0});
+  f.reliability = j.value("reliability", -1.0);
+}
+
 /// One stored instance of a finding (the newest `max_instances_per_finding` are kept).
 struct finding_instance {
   std::int64_t seq = 0;  ///< 0-based instance number over the campaign

@@ -55,6 +55,11 @@ nlohmann::json fuzz_settings(const fuzz_args& a, const std::vector<fs::path>& se
           {"policy", a.policy},  {"timeout_s", a.timeout_s}, {"reruns", a.reruns}, {"budget_s", a.time_s}};
 }
 
+struct campaign_view {
+  std::size_t round = 0, rounds = 0, findings = 0;
+  bool exists = false;
+};
+
 struct job {
   std::size_t unit = 0;
   pid_t pid = -1;
@@ -63,12 +68,8 @@ struct job {
   std::size_t round_before = 0;
   double signatures_before = 0;
   double first_round_s = -1;  ///< when its campaign finished its first round of the slice
+  campaign_view view;         ///< its checkpoint, read once per tick by reap()
   bool signalled = false;
-};
-
-struct campaign_view {
-  std::size_t round = 0, rounds = 0, findings = 0;
-  bool exists = false;
 };
 
 /// What a unit's campaign checkpoint says (written after every round, atomically).
@@ -83,14 +84,18 @@ campaign_view view_of(const fs::path& dir) {
   return v;
 }
 
-double signatures_of(const fs::path& dir) {
-  if (!fs::is_regular_file(dir / "campaign.db")) return 0;
-  auto db = tc::store::open(dir / "campaign.db");
-  if (!db) return 0;
-  const auto m = db->metrics();
+/// The campaign's last `signatures` metric (behaviour signatures so far).
+double signatures_of(const tc::store& db) {
+  const auto m = db.metrics();
   if (m.empty()) return 0;
   auto it = m.back().second.find("signatures");
   return it == m.back().second.end() ? 0 : it->second;
+}
+
+double signatures_of(const fs::path& dir) {
+  if (!fs::is_regular_file(dir / "campaign.db")) return 0;
+  auto db = tc::store::open(dir / "campaign.db");
+  return db ? signatures_of(*db) : 0;
 }
 
 /// Starts one slice of `u`'s campaign: `flowmut run` with the job's settings (or --resume),
@@ -154,13 +159,7 @@ void write_fuzz_report(const fs::path& out, const tc::findings_index& idx, const
   using tc::report_detail::esc;
   using tc::report_detail::num;
   std::vector<tc::finding_row> rows;
-  for (const auto* f : idx.entries()) {
-    auto r = f->row;
-    r.status = f->status();
-    r.instances = 0;
-    for (const auto& w : f->witnesses) r.instances += w.instances;
-    rows.push_back(r);
-  }
+  for (const auto* f : idx.entries()) rows.push_back(f->job_row());
   std::size_t rounds = 0;
   double seconds = 0;
   for (const auto& u : units) rounds += u.round, seconds += u.seconds;
@@ -354,7 +353,8 @@ class fuzz_job {
       // and first round), so that start-up stays under a fifth of a slice.
       j.slice_s = std::min(std::max(slice_, 4 * u.setup_s), l);
       const auto dir = out_ / "campaigns" / u.name;
-      j.round_before = view_of(dir).round;
+      j.view = view_of(dir);
+      j.round_before = j.view.round;
       j.signatures_before = signatures_of(dir);
       j.pid = start_slice(self_, a_, u, out_, j.slice_s);
       j.started = clock_type::now();
@@ -372,8 +372,8 @@ class fuzz_job {
       int status = 0;
       const pid_t r = ::waitpid(it->pid, &status, WNOHANG);
       if (r == 0) {
-        if (it->first_round_s < 0 && view_of(out_ / "campaigns" / units_[it->unit].name).round > it->round_before)
-          it->first_round_s = seconds_since(it->started);
+        it->view = view_of(out_ / "campaigns" / units_[it->unit].name);
+        if (it->first_round_s < 0 && it->view.round > it->round_before) it->first_round_s = seconds_since(it->started);
         // A slice far past its time (a round stuck beyond the campaign's own timeouts) is told to stop.
         if (!it->signalled && seconds_since(it->started) > it->slice_s + 3.0 * a_.timeout_s + 60) {
           ::kill(it->pid, SIGINT);
@@ -417,25 +417,27 @@ class fuzz_job {
     if (v.exists && v.round > a_.rounds) u.done = true;
     // Reward: tc::slice_reward (findings new to the job, new to the unit, new behaviour signatures).
     std::size_t new_global = 0, new_unit = 0;
+    double signatures = j.signatures_before;
     std::vector<std::string> fresh;
     if (fs::is_regular_file(dir / "campaign.db")) {
       if (auto db = tc::store::open(dir / "campaign.db")) {
         const auto rows = db->findings();
         u.findings = rows.size();
+        signatures = signatures_of(*db);
         for (const auto& r : rows) {
-          const bool known = index_.contains(r.key);
-          bool witnessed = false;
-          if (known)
-            for (const auto* f : index_.entries())
-              if (f->row.key == r.key)
-                for (const auto& w : f->witnesses) witnessed |= w.unit == u.name;
-          if (!known) ++new_global, fresh.push_back(r.title + " [" + r.id + "]");
-          else if (!witnessed) ++new_unit;
+          const auto* f = index_.find(r.key);
+          if (!f) {
+            ++new_global;
+            fresh.push_back(r.title + " [" + r.id + "]");
+          } else if (std::none_of(f->witnesses.begin(), f->witnesses.end(),
+                                  [&](const tc::witness& w) { return w.unit == u.name; })) {
+            ++new_unit;
+          }
         }
       }
       index_.add_campaign(u, dir);
     }
-    const double reward = tc::slice_reward(new_global, new_unit, signatures_of(dir) - j.signatures_before);
+    const double reward = tc::slice_reward(new_global, new_unit, signatures - j.signatures_before);
     u.reward_sum += reward;
     state_["used_s"] = used_ + seconds_since(t0_);
     save_state();
@@ -486,7 +488,7 @@ class fuzz_job {
   [[nodiscard]] std::string totals() const {
     std::size_t done = 0, rounds = 0;
     for (const auto& u : units_) done += u.done, rounds += u.round;
-    for (const auto& j : jobs_) rounds += view_of(out_ / "campaigns" / units_[j.unit].name).round - units_[j.unit].round;
+    for (const auto& j : jobs_) rounds += std::max(j.view.round, units_[j.unit].round) - units_[j.unit].round;
     char b[256];
     std::snprintf(b, sizeof b, "fuzz %s left of %s  jobs %zu/%d  campaigns %zu (%zu done)  slices %lld  rounds %zu  findings %zu distinct, %zu witnesses",
                   tc::format_duration(std::max(0.0, left())).c_str(), tc::format_duration(budget_).c_str(), jobs_.size(), a_.jobs,
@@ -500,7 +502,7 @@ class fuzz_job {
     for (std::size_t i = 0; i < jobs_.size(); ++i) {
       const auto& j = jobs_[i];
       const auto& u = units_[j.unit];
-      const auto v = view_of(out_ / "campaigns" / u.name);
+      const auto& v = j.view;
       char b[256];
       std::snprintf(b, sizeof b, "  [%zu] %-28s round %5zu  findings %3zu  slice %s of %s%s", i + 1, u.name.substr(0, 28).c_str(),
                     v.round, v.findings, tc::format_duration(seconds_since(j.started)).c_str(),

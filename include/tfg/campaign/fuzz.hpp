@@ -284,6 +284,17 @@ struct indexed_finding {
       if (w.status != "flaky") return w.status;
     return "flaky";
   }
+  /// The finding over the whole job: the representative's row with status(), the instances of
+  /// every witness, the best reliability, and the representative witness's rounds.
+  [[nodiscard]] finding_row job_row() const {
+    finding_row r = row;
+    r.status = status();
+    r.instances = 0;
+    r.reliability = -1;
+    for (const auto& w : witnesses) r.instances += w.instances, r.reliability = std::max(r.reliability, w.reliability);
+    if (!witnesses.empty()) r.first_round = witnesses.front().first_round, r.last_round = witnesses.front().last_round;
+    return r;
+  }
 };
 
 /// The findings of many campaigns, one entry per signature key.
@@ -352,21 +363,18 @@ class findings_index {
     return out;
   }
   [[nodiscard]] bool contains(const std::string& key) const { return by_key_.count(key) != 0; }
+  /// The entry of `key`, or nullptr.
+  [[nodiscard]] const indexed_finding* find(const std::string& key) const {
+    const auto it = by_key_.find(key);
+    return it == by_key_.end() ? nullptr : &it->second;
+  }
 
   /// One JSON object a line, in key order: the representative's row (its `dir` the job's
   /// `findings/ID`), the overall status and instance count, and the witnesses.
   [[nodiscard]] std::string to_jsonl() const {
     std::string out;
     for (const auto& [key, f] : by_key_) {
-      std::int64_t instances = 0;
-      double reliability = -1;
-      for (const auto& w : f.witnesses) instances += w.instances, reliability = std::max(reliability, w.reliability);
-      nlohmann::json j = f.row;  // the representative's row, with the job-wide status, instances, reliability
-      j["first_round"] = f.witnesses.front().first_round;  // the representative's, as from_jsonl reads them
-      j["last_round"] = f.witnesses.front().last_round;
-      j["status"] = f.status();
-      j["instances"] = instances;
-      j["reliability"] = reliability;
+      nlohmann::json j = f.job_row();
       j["witnesses"] = f.witnesses;
       out += j.dump() + "\n";
     }

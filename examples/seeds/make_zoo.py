@@ -804,7 +804,7 @@ def build_efficientad():
 
 
 # ---------------------------------------------------------------------------
-# yolo_head: YOLOv8-style detector (CSP backbone, SPPF, FPN/PAN, decoupled head)
+# YOLOv8-style detector (CSP backbone, SPPF, FPN/PAN, decoupled head), the base of yolov10
 # ---------------------------------------------------------------------------
 
 
@@ -876,14 +876,6 @@ class YoloDetector(nn.Module):
         self.dfl = nn.Conv2d(reg_max, 1, 1, bias=False).requires_grad_(False)
         with torch.no_grad():
             self.dfl.weight.copy_(torch.arange(reg_max, dtype=torch.float32).view(1, reg_max, 1, 1))
-        anchors, strides = [], []
-        for s in (8, 16, 32):
-            n = img // s
-            sy, sx = torch.meshgrid(torch.arange(n) + 0.5, torch.arange(n) + 0.5, indexing="ij")
-            anchors.append(torch.stack((sx, sy), -1).view(-1, 2))
-            strides.append(torch.full((n * n, 1), float(s)))
-        self.register_buffer("anchors", torch.cat(anchors).transpose(0, 1).unsqueeze(0))
-        self.register_buffer("strides", torch.cat(strides).transpose(0, 1))
 
     def forward(self, x):
         p3 = self.b1(self.b0(x))
@@ -895,22 +887,135 @@ class YoloDetector(nn.Module):
         o5 = self.n4(torch.cat([self.d2(o4), p5], 1))
         b = x.shape[0]
         feats = []
+        anchors, strides = [], []
         for i, f in enumerate((o3, o4, o5)):
             y = torch.cat((self.box[i](f), self.cls[i](f)), 1)
             feats.append(y.view(b, self.no, -1))
+            # anchor points of this level, from its shape (ultralytics' make_anchors)
+            h, w = f.shape[2], f.shape[3]
+            sy, sx = torch.meshgrid(torch.arange(h, dtype=x.dtype) + 0.5, torch.arange(w, dtype=x.dtype) + 0.5,
+                                    indexing="ij")
+            anchors.append(torch.stack((sx, sy), -1).view(-1, 2))
+            strides.append(torch.full((h * w, 1), float(8 * 2 ** i), dtype=x.dtype))
+        anchors = torch.cat(anchors).transpose(0, 1).unsqueeze(0)
+        strides = torch.cat(strides).transpose(0, 1)
         y = torch.cat(feats, 2)
         box, cls = y.split((4 * self.reg_max, self.nc), 1)
         a = box.shape[2]
         dist = self.dfl(box.view(b, 4, self.reg_max, a).transpose(2, 1).softmax(1)).view(b, 4, a)
         lt, rb = dist.chunk(2, 1)
-        x1y1 = self.anchors - lt
-        x2y2 = self.anchors + rb
-        dbox = torch.cat(((x1y1 + x2y2) / 2, x2y2 - x1y1), 1) * self.strides
+        x1y1 = anchors - lt
+        x2y2 = anchors + rb
+        dbox = torch.cat(((x1y1 + x2y2) / 2, x2y2 - x1y1), 1) * strides
         return torch.cat((dbox, cls.sigmoid()), 1)
 
 
-def build_yolo_head():
-    model = YoloDetector()
+# ---------------------------------------------------------------------------
+# yolov10: YOLOv10-style detector (SCDown, C2fCIB, PSA, NMS-free one-to-one head)
+# ---------------------------------------------------------------------------
+
+
+class SCDown(nn.Module):
+    """Spatial-channel decoupled downsampling: pointwise conv, then a depthwise stride-2 conv."""
+
+    def __init__(self, c1, c2):
+        super().__init__()
+        self.cv1 = ConvBNAct(c1, c2, 1)
+        self.cv2 = ConvBNAct(c2, c2, 3, 2, groups=c2, act=False)
+
+    def forward(self, x):
+        return self.cv2(self.cv1(x))
+
+
+class CIB(nn.Module):
+    """Compact inverted block: depthwise convolutions around a pointwise expansion."""
+
+    def __init__(self, c, shortcut=True):
+        super().__init__()
+        self.cv1 = nn.Sequential(ConvBNAct(c, c, 3, groups=c), ConvBNAct(c, 2 * c, 1),
+                                 ConvBNAct(2 * c, 2 * c, 3, groups=2 * c), ConvBNAct(2 * c, c, 1),
+                                 ConvBNAct(c, c, 3, groups=c))
+        self.add = shortcut
+
+    def forward(self, x):
+        return x + self.cv1(x) if self.add else self.cv1(x)
+
+
+class C2fCIB(C2f):
+    def __init__(self, c1, c2, n=1, shortcut=False):
+        super().__init__(c1, c2, n, shortcut)
+        self.m = nn.ModuleList([CIB(self.c, shortcut) for _ in range(n)])
+
+
+class PSAAttention(nn.Module):
+    def __init__(self, dim, heads, attn_ratio=0.5):
+        super().__init__()
+        self.heads, self.head_dim = heads, dim // heads
+        self.key_dim = int(self.head_dim * attn_ratio)
+        self.scale = self.key_dim ** -0.5
+        self.qkv = ConvBNAct(dim, dim + 2 * self.key_dim * heads, 1, act=False)
+        self.proj = ConvBNAct(dim, dim, 1, act=False)
+        self.pe = ConvBNAct(dim, dim, 3, groups=dim, act=False)
+
+    def forward(self, x):
+        b, c, h, w = x.shape
+        n = h * w
+        q, k, v = self.qkv(x).view(b, self.heads, 2 * self.key_dim + self.head_dim, n).split(
+            [self.key_dim, self.key_dim, self.head_dim], dim=2)
+        att = ((q.transpose(-2, -1) @ k) * self.scale).softmax(dim=-1)
+        y = (v @ att.transpose(-2, -1)).view(b, c, h, w) + self.pe(v.reshape(b, c, h, w))
+        return self.proj(y)
+
+
+class PSA(nn.Module):
+    """Partial self-attention: attention and FFN on half of the channels."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.c = c // 2
+        self.cv1 = ConvBNAct(c, 2 * self.c, 1)
+        self.cv2 = ConvBNAct(2 * self.c, c, 1)
+        self.attn = PSAAttention(self.c, heads=max(self.c // 32, 1))
+        self.ffn = nn.Sequential(ConvBNAct(self.c, 2 * self.c, 1), ConvBNAct(2 * self.c, self.c, 1, act=False))
+
+    def forward(self, x):
+        a, b = self.cv1(x).split((self.c, self.c), dim=1)
+        b = b + self.attn(b)
+        b = b + self.ffn(b)
+        return self.cv2(torch.cat((a, b), 1))
+
+
+class YoloV10(YoloDetector):
+    def __init__(self, nc=8, reg_max=8, img=64, max_det=20):
+        super().__init__(nc, reg_max, img)
+        self.max_det = max_det
+        self.b2 = nn.Sequential(SCDown(64, 96), C2f(96, 96, 2, True))                       # P4 /16
+        self.b3 = nn.Sequential(SCDown(96, 128), C2fCIB(128, 128, 1, True), SPPF(128, 128), PSA(128))
+        self.d2 = SCDown(96, 96)
+        self.n4 = C2fCIB(96 + 128, 128, 1, True)
+        c3 = 32
+        # v10's classification branch: depthwise + pointwise pairs.
+        self.cls = nn.ModuleList(nn.Sequential(ConvBNAct(c, c, 3, groups=c), ConvBNAct(c, c3, 1),
+                                               ConvBNAct(c3, c3, 3, groups=c3), ConvBNAct(c3, c3, 1),
+                                               nn.Conv2d(c3, nc, 1)) for c in (64, 96, 128))
+
+    def forward(self, x):
+        y = super().forward(x)                      # b x (4 + nc) x anchors: decoded boxes, class scores
+        preds = y.transpose(1, 2)
+        boxes, scores = preds.split([4, self.nc], dim=-1)
+        # NMS-free post-processing of the one-to-one head (YOLOv10's v10postprocess).
+        best, index = scores.amax(dim=-1).topk(self.max_det, dim=-1)
+        index = index.unsqueeze(-1)
+        boxes = boxes.gather(1, index.repeat(1, 1, 4))
+        scores = scores.gather(1, index.repeat(1, 1, self.nc))
+        top, flat = scores.flatten(1).topk(self.max_det, dim=-1)
+        labels = flat % self.nc
+        boxes = boxes.gather(1, (flat // self.nc).unsqueeze(-1).repeat(1, 1, 4))
+        return torch.cat([boxes, top.unsqueeze(-1), labels.unsqueeze(-1).to(boxes.dtype)], dim=-1)
+
+
+def build_yolov10():
+    model = YoloV10()
     calibrate_bn(model, torch.rand(8, *IMG[1:]))
     return model, [(torch.rand(*IMG),) for _ in range(3)]
 
@@ -1089,16 +1194,6 @@ def _img_inputs():
     return [(torch.randn(*IMG),) for _ in range(3)]
 
 
-def build_convnext_tiny():
-    from torchvision.models.convnext import ConvNeXt, CNBlockConfig
-    # ConvNeXt-T is (96,192,384,768) x (3,3,9,3): ~110 MB.  Half widths,
-    # shorter stages.  layer_scale=1e-6 would make every block numerically a
-    # no-op at random init, so use 1.0.
-    setting = [CNBlockConfig(48, 96, 2), CNBlockConfig(96, 192, 2),
-               CNBlockConfig(192, 384, 4), CNBlockConfig(384, None, 2)]
-    return ConvNeXt(setting, stochastic_depth_prob=0.1, layer_scale=1.0), _img_inputs()
-
-
 def build_swin_v2_t():
     from torchvision.models.swin_transformer import (
         SwinTransformer, SwinTransformerBlockV2, PatchMergingV2)
@@ -1169,24 +1264,532 @@ def build_vit():
     return model, _img_inputs()
 
 
+# ---------------------------------------------------------------------------
+# convnext_v2_tiny: ConvNeXt V2 (GRN, no layer scale)
+# ---------------------------------------------------------------------------
+
+
+class LayerNorm2d(nn.Module):
+    """ConvNeXt's channels-first LayerNorm: normalises over C of an NCHW tensor."""
+
+    def __init__(self, c, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(c))
+        self.bias = nn.Parameter(torch.zeros(c))
+        self.eps = eps
+
+    def forward(self, x):
+        x = x.permute(0, 2, 3, 1)
+        x = F.layer_norm(x, (x.shape[-1],), self.weight, self.bias, self.eps)
+        return x.permute(0, 3, 1, 2)
+
+
+class GRN(nn.Module):
+    """Global Response Normalisation (ConvNeXt V2), channels-last input."""
+
+    def __init__(self, c):
+        super().__init__()
+        # V2 initialises gamma and beta to zero (GRN starts as identity); small random
+        # values make the layer do something in a random-init seed.
+        self.gamma = nn.Parameter(torch.randn(1, 1, 1, c) * 0.1)
+        self.beta = nn.Parameter(torch.randn(1, 1, 1, c) * 0.1)
+
+    def forward(self, x):
+        gx = torch.norm(x, p=2, dim=(1, 2), keepdim=True)
+        nx = gx / (gx.mean(dim=-1, keepdim=True) + 1e-6)
+        return self.gamma * (x * nx) + self.beta + x
+
+
+class ConvNeXtV2Block(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.dwconv = nn.Conv2d(c, c, 7, padding=3, groups=c)
+        self.norm = nn.LayerNorm(c, eps=1e-6)
+        self.pwconv1 = nn.Linear(c, 4 * c)
+        self.act = nn.GELU()
+        self.grn = GRN(4 * c)
+        self.pwconv2 = nn.Linear(4 * c, c)
+
+    def forward(self, x):
+        y = self.dwconv(x).permute(0, 2, 3, 1)
+        y = self.pwconv2(self.grn(self.act(self.pwconv1(self.norm(y)))))
+        return x + y.permute(0, 3, 1, 2)
+
+
+class ConvNeXtV2(nn.Module):
+    def __init__(self, dims=(24, 48, 96, 192), depths=(2, 2, 4, 2), classes=1000):
+        super().__init__()
+        self.downsample = nn.ModuleList()
+        self.downsample.append(nn.Sequential(nn.Conv2d(3, dims[0], 4, 4), LayerNorm2d(dims[0])))
+        for i in range(3):
+            self.downsample.append(nn.Sequential(LayerNorm2d(dims[i]), nn.Conv2d(dims[i], dims[i + 1], 2, 2)))
+        self.stages = nn.ModuleList(nn.Sequential(*[ConvNeXtV2Block(d) for _ in range(n)])
+                                    for d, n in zip(dims, depths))
+        self.norm = nn.LayerNorm(dims[-1], eps=1e-6)
+        self.head = nn.Linear(dims[-1], classes)
+
+    def forward(self, x):
+        for down, stage in zip(self.downsample, self.stages):
+            x = stage(down(x))
+        return self.head(self.norm(x.mean([-2, -1])))
+
+
+def build_convnext_v2_tiny():
+    return ConvNeXtV2(), _img_inputs()
+
+
+# ---------------------------------------------------------------------------
+# modernbert: ModernBERT-style encoder
+# ---------------------------------------------------------------------------
+
+
+def rope_tables(hd, max_pos, theta):
+    inv_freq = 1.0 / (theta ** (torch.arange(0, hd, 2).float() / hd))
+    freqs = torch.outer(torch.arange(max_pos).float(), inv_freq)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    return emb.cos(), emb.sin()
+
+
+class ModernBertLayer(nn.Module):
+    """Pre-norm layer without biases: fused Wqkv, rotary embeddings, GeGLU MLP. A local
+    layer attends within a sliding window; a global one to every unpadded token."""
+
+    def __init__(self, d, heads, inter, local, first):
+        super().__init__()
+        self.heads, self.hd, self.local = heads, d // heads, local
+        # ModernBERT's first layer has no attention norm (the embeddings are normalised).
+        self.attn_norm = nn.Identity() if first else nn.LayerNorm(d, eps=1e-5)
+        self.Wqkv = nn.Linear(d, 3 * d, bias=False)
+        self.Wo = nn.Linear(d, d, bias=False)
+        self.mlp_norm = nn.LayerNorm(d, eps=1e-5)
+        self.Wi = nn.Linear(d, 2 * inter, bias=False)
+        self.mlp_Wo = nn.Linear(inter, d, bias=False)
+
+    def forward(self, x, cos, sin, mask):
+        b, t, d = x.shape
+        qkv = self.Wqkv(self.attn_norm(x)).view(b, t, 3, self.heads, self.hd)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        att = torch.matmul(q, k.transpose(-2, -1)) * self.hd ** -0.5
+        att = att.masked_fill(mask, torch.finfo(att.dtype).min).softmax(-1)
+        o = torch.matmul(att, v).transpose(1, 2).reshape(b, t, d)
+        x = x + self.Wo(o)
+        inp, gate = self.Wi(self.mlp_norm(x)).chunk(2, dim=-1)
+        return x + self.mlp_Wo(F.gelu(inp) * gate)
+
+
+class ModernBert(nn.Module):
+    def __init__(self, vocab=512, d=64, heads=4, inter=96, layers=3, window=8, max_pos=64,
+                 global_every=3):
+        super().__init__()
+        self.window = window
+        self.tok_embeddings = nn.Embedding(vocab, d, padding_idx=0)
+        self.emb_norm = nn.LayerNorm(d, eps=1e-5)
+        self.layers = nn.ModuleList(
+            ModernBertLayer(d, heads, inter, local=(i % global_every) != 0, first=(i == 0))
+            for i in range(layers))
+        self.final_norm = nn.LayerNorm(d, eps=1e-5)
+        self.head_dense = nn.Linear(d, d, bias=False)
+        self.head_norm = nn.LayerNorm(d, eps=1e-5)
+        self.decoder = nn.Linear(d, vocab)
+        self.decoder.weight = self.tok_embeddings.weight  # tied
+        hd = d // heads
+        gcos, gsin = rope_tables(hd, max_pos, 160000.0)   # global layers' theta
+        lcos, lsin = rope_tables(hd, max_pos, 10000.0)    # local layers' theta
+        self.register_buffer("global_cos", gcos)
+        self.register_buffer("global_sin", gsin)
+        self.register_buffer("local_cos", lcos)
+        self.register_buffer("local_sin", lsin)
+        pos = torch.arange(max_pos)
+        self.register_buffer("outside_window", (pos[:, None] - pos[None, :]).abs() > window // 2)
+
+    def forward(self, ids, mask):
+        t = ids.shape[1]
+        x = self.emb_norm(self.tok_embeddings(ids))
+        pad = (mask == 0)[:, None, None, :]                       # b x 1 x 1 x t
+        local_mask = pad | self.outside_window[:t, :t]            # b x 1 x t x t
+        for layer in self.layers:
+            if layer.local:
+                x = layer(x, self.local_cos[:t], self.local_sin[:t], local_mask)
+            else:
+                x = layer(x, self.global_cos[:t], self.global_sin[:t], pad)
+        h = self.final_norm(x)
+        logits = self.decoder(self.head_norm(F.gelu(self.head_dense(h))))
+        return h, logits
+
+
+def _text_inputs(b, t, pads, vocab=512):
+    ids = torch.randint(1, vocab, (b, t))
+    mask = torch.ones(b, t, dtype=torch.long)
+    for i, pad in enumerate(pads):
+        if pad:
+            ids[i, t - pad:] = 0
+            mask[i, t - pad:] = 0
+    return ids, mask
+
+
+def build_modernbert():
+    model = ModernBert()
+    return model, [_text_inputs(1, SEQ, (0,)), _text_inputs(1, SEQ, (3,)), _text_inputs(1, SEQ, (6,))]
+
+
+# ---------------------------------------------------------------------------
+# rt_detr: RT-DETRv2-style detector
+# ---------------------------------------------------------------------------
+
+
+def sine_pos_2d(h, w, d, temperature=10000.0):
+    """2-d sin-cos position embedding of an h x w grid, (h*w) x d."""
+    gy, gx = torch.meshgrid(torch.arange(h, dtype=torch.float32), torch.arange(w, dtype=torch.float32),
+                            indexing="ij")
+    omega = 1.0 / temperature ** (torch.arange(d // 4, dtype=torch.float32) / (d // 4))
+    ox = gx.flatten()[:, None] * omega[None]
+    oy = gy.flatten()[:, None] * omega[None]
+    return torch.cat([ox.sin(), ox.cos(), oy.sin(), oy.cos()], dim=1)
+
+
+class EncoderLayer(nn.Module):
+    """Post-norm transformer encoder layer with the position embedding added to q and k."""
+
+    def __init__(self, d, heads, ffn):
+        super().__init__()
+        self.heads = heads
+        self.q = nn.Linear(d, d)
+        self.k = nn.Linear(d, d)
+        self.v = nn.Linear(d, d)
+        self.out = nn.Linear(d, d)
+        self.norm1 = nn.LayerNorm(d)
+        self.ffn = MLP(d, ffn)
+        self.norm2 = nn.LayerNorm(d)
+
+    def forward(self, x, pos):
+        b, n, c = x.shape
+        h = self.heads
+        q = self.q(x + pos).view(b, n, h, c // h).transpose(1, 2)
+        k = self.k(x + pos).view(b, n, h, c // h).transpose(1, 2)
+        v = self.v(x).view(b, n, h, c // h).transpose(1, 2)
+        o = attention(q, k, v, (c // h) ** -0.5).transpose(1, 2).reshape(b, n, c)
+        x = self.norm1(x + self.out(o))
+        return self.norm2(x + self.ffn(x))
+
+
+class MSDeformableAttention(nn.Module):
+    """Multi-scale deformable attention (Deformable DETR / RT-DETRv2): each query samples
+    n_points locations per head and level around its reference box with F.grid_sample."""
+
+    def __init__(self, d, heads, levels, points):
+        super().__init__()
+        self.d, self.heads, self.levels, self.points = d, heads, levels, points
+        self.sampling_offsets = nn.Linear(d, heads * levels * points * 2)
+        self.attention_weights = nn.Linear(d, heads * levels * points)
+        self.value_proj = nn.Linear(d, d)
+        self.output_proj = nn.Linear(d, d)
+
+    def forward(self, query, ref_boxes, value, shapes):
+        # query b x q x d; ref_boxes b x q x 4 (cx, cy, w, h in [0, 1]); value b x sum(hw) x d
+        b, nq, _ = query.shape
+        h, lv, p, hd = self.heads, self.levels, self.points, self.d // self.heads
+        v = self.value_proj(value)
+        off = self.sampling_offsets(query).view(b, nq, h, lv, p, 2)
+        w = self.attention_weights(query).view(b, nq, h, lv * p).softmax(-1).view(b, nq, h, lv, p)
+        # RT-DETRv2: offsets scaled by the reference box size / points.
+        loc = ref_boxes[:, :, None, None, None, :2] + \
+            off / p * ref_boxes[:, :, None, None, None, 2:] * 0.5
+        grids = 2 * loc - 1                                           # b x q x h x lv x p x 2
+        out = 0
+        start = 0
+        for i, (hl, wl) in enumerate(shapes):
+            vl = v[:, start:start + hl * wl].transpose(1, 2).reshape(b * h, hd, hl, wl)
+            start += hl * wl
+            gl = grids[:, :, :, i].transpose(1, 2).reshape(b * h, nq, p, 2)
+            s = F.grid_sample(vl, gl, mode="bilinear", padding_mode="zeros", align_corners=False)
+            # s: (b h) x hd x q x p, weighted over points
+            wl_ = w[:, :, :, i].transpose(1, 2).reshape(b * h, 1, nq, p)
+            out = out + (s * wl_).sum(-1)
+        out = out.view(b, h * hd, nq).transpose(1, 2)
+        return self.output_proj(out)
+
+
+class DetrDecoderLayer(nn.Module):
+    def __init__(self, d, heads, levels, points, ffn):
+        super().__init__()
+        self.self_attn = CrossAttention(d, heads)
+        self.norm1 = nn.LayerNorm(d)
+        self.cross_attn = MSDeformableAttention(d, heads, levels, points)
+        self.norm2 = nn.LayerNorm(d)
+        self.ffn = MLP(d, ffn, act=nn.ReLU())
+        self.norm3 = nn.LayerNorm(d)
+
+    def forward(self, tgt, query_pos, ref_boxes, memory, shapes):
+        q = tgt + query_pos
+        tgt = self.norm1(tgt + self.self_attn(q, q))
+        tgt = self.norm2(tgt + self.cross_attn(tgt + query_pos, ref_boxes, memory, shapes))
+        return self.norm3(tgt + self.ffn(tgt))
+
+
+def inverse_sigmoid(x, eps=1e-5):
+    x = x.clamp(min=0, max=1)
+    return torch.log(x.clamp(min=eps) / (1 - x).clamp(min=eps))
+
+
+class BoxMLP(nn.Module):
+    def __init__(self, d, out, layers=3):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(d, d if i < layers - 1 else out) for i in range(layers))
+
+    def forward(self, x):
+        for i, l in enumerate(self.layers):
+            x = l(x)
+            if i < len(self.layers) - 1:
+                x = F.relu(x)
+        return x
+
+
+class RTDETR(nn.Module):
+    def __init__(self, classes=10, d=64, queries=20, heads=4, points=4, dec_layers=2):
+        super().__init__()
+        self.queries, self.classes = queries, classes
+        # Backbone: ResNet-like strides 8 / 16 / 32.
+        self.stem = nn.Sequential(ConvBNAct(3, 16, 3, 2), ConvBNAct(16, 32, 3, 2))
+        self.s3 = nn.Sequential(ConvBNAct(32, 48, 3, 2), ConvBNAct(48, 48, 3))
+        self.s4 = nn.Sequential(ConvBNAct(48, 64, 3, 2), ConvBNAct(64, 64, 3))
+        self.s5 = nn.Sequential(ConvBNAct(64, 96, 3, 2), ConvBNAct(96, 96, 3))
+        self.input_proj = nn.ModuleList(nn.Sequential(nn.Conv2d(c, d, 1, bias=False), nn.BatchNorm2d(d))
+                                        for c in (48, 64, 96))
+        # Hybrid encoder: AIFI (attention on the stride-32 level) + CCFM (top-down / bottom-up fusion).
+        self.aifi = EncoderLayer(d, heads, 2 * d)
+        self.lateral = nn.ModuleList(ConvBNAct(d, d, 1) for _ in range(2))
+        self.fpn = nn.ModuleList(ConvBNAct(2 * d, d, 3) for _ in range(2))
+        self.down = nn.ModuleList(ConvBNAct(d, d, 3, 2) for _ in range(2))
+        self.pan = nn.ModuleList(ConvBNAct(2 * d, d, 3) for _ in range(2))
+        # Query selection.
+        self.enc_output = nn.Sequential(nn.Linear(d, d), nn.LayerNorm(d))
+        self.enc_score_head = nn.Linear(d, classes)
+        self.enc_bbox_head = BoxMLP(d, 4)
+        self.query_pos_head = BoxMLP(4, d, 2)
+        self.decoder = nn.ModuleList(DetrDecoderLayer(d, heads, 3, points, 2 * d) for _ in range(dec_layers))
+        self.dec_score_head = nn.ModuleList(nn.Linear(d, classes) for _ in range(dec_layers))
+        self.dec_bbox_head = nn.ModuleList(BoxMLP(d, 4) for _ in range(dec_layers))
+
+    @staticmethod
+    def anchors(shapes, grid_size=0.05, eps=0.01):
+        out = []
+        for i, (h, w) in enumerate(shapes):
+            gy, gx = torch.meshgrid(torch.arange(h, dtype=torch.float32), torch.arange(w, dtype=torch.float32),
+                                    indexing="ij")
+            xy = torch.stack([(gx + 0.5) / w, (gy + 0.5) / h], -1).reshape(-1, 2)
+            wh = torch.ones_like(xy) * grid_size * (2.0 ** i)
+            out.append(torch.cat([xy, wh], -1))
+        a = torch.cat(out, 0).unsqueeze(0)
+        valid = ((a > eps) & (a < 1 - eps)).all(-1, keepdim=True)
+        return torch.log(a / (1 - a)), valid
+
+    def forward(self, x):
+        c3 = self.s3(self.stem(x))
+        c4 = self.s4(c3)
+        c5 = self.s5(c4)
+        f3, f4, f5 = [p(c) for p, c in zip(self.input_proj, (c3, c4, c5))]
+        b, d, h5, w5 = f5.shape
+        t5 = self.aifi(f5.flatten(2).transpose(1, 2), sine_pos_2d(h5, w5, d).unsqueeze(0))
+        f5 = t5.transpose(1, 2).reshape(b, d, h5, w5)
+        # CCFM top-down
+        l5 = self.lateral[0](f5)
+        p4 = self.fpn[0](torch.cat([F.interpolate(l5, scale_factor=2.0, mode="nearest"), f4], 1))
+        l4 = self.lateral[1](p4)
+        p3 = self.fpn[1](torch.cat([F.interpolate(l4, scale_factor=2.0, mode="nearest"), f3], 1))
+        # bottom-up
+        n4 = self.pan[0](torch.cat([self.down[0](p3), l4], 1))
+        n5 = self.pan[1](torch.cat([self.down[1](n4), l5], 1))
+        feats = (p3, n4, n5)
+        shapes = [(f.shape[2], f.shape[3]) for f in feats]
+        memory = torch.cat([f.flatten(2).transpose(1, 2) for f in feats], 1)   # b x sum(hw) x d
+        anchors, valid = self.anchors(shapes)
+        out_memory = self.enc_output(memory * valid.to(memory.dtype))
+        enc_logits = self.enc_score_head(out_memory)
+        enc_boxes_unact = self.enc_bbox_head(out_memory) + anchors
+        # top-k query selection over the best class score of each position
+        topk_ind = enc_logits.max(-1).values.topk(self.queries, dim=1).indices       # b x q
+        ref_unact = enc_boxes_unact.gather(1, topk_ind.unsqueeze(-1).expand(-1, -1, 4))
+        tgt = out_memory.gather(1, topk_ind.unsqueeze(-1).expand(-1, -1, d)).detach()
+        ref = ref_unact.sigmoid().detach()
+        logits, boxes = None, None
+        for i, layer in enumerate(self.decoder):
+            tgt = layer(tgt, self.query_pos_head(ref), ref, memory, shapes)
+            boxes = (self.dec_bbox_head[i](tgt) + inverse_sigmoid(ref)).sigmoid()
+            logits = self.dec_score_head[i](tgt)
+            ref = boxes.detach()
+        return logits, boxes
+
+
+def build_rt_detr():
+    model = RTDETR()
+    calibrate_bn(model, torch.randn(8, *IMG[1:]))
+    return model, _img_inputs()
+
+
+# ---------------------------------------------------------------------------
+# mask2former: Mask2Former-style segmentation (Swin backbone, pixel decoder, masked attention)
+# ---------------------------------------------------------------------------
+
+
+class Mask2FormerDecoderLayer(nn.Module):
+    """Masked cross-attention (queries attend only where their predicted mask is
+    foreground), then self-attention and FFN, post-norm."""
+
+    def __init__(self, d, heads, ffn):
+        super().__init__()
+        self.heads = heads
+        self.cq = nn.Linear(d, d)
+        self.ck = nn.Linear(d, d)
+        self.cv = nn.Linear(d, d)
+        self.cout = nn.Linear(d, d)
+        self.norm1 = nn.LayerNorm(d)
+        self.self_attn = CrossAttention(d, heads)
+        self.norm2 = nn.LayerNorm(d)
+        self.ffn = MLP(d, ffn, act=nn.ReLU())
+        self.norm3 = nn.LayerNorm(d)
+
+    def forward(self, q, query_pos, mem, mem_pos, attn_mask):
+        b, nq, c = q.shape
+        n = mem.shape[1]
+        h, hd = self.heads, c // self.heads
+        qq = self.cq(q + query_pos).view(b, nq, h, hd).transpose(1, 2)
+        kk = self.ck(mem + mem_pos).view(b, n, h, hd).transpose(1, 2)
+        vv = self.cv(mem).view(b, n, h, hd).transpose(1, 2)
+        att = torch.matmul(qq, kk.transpose(-2, -1)) * hd ** -0.5
+        att = att.masked_fill(attn_mask, float("-inf")).softmax(-1)
+        o = torch.matmul(att, vv).transpose(1, 2).reshape(b, nq, c)
+        q = self.norm1(q + self.cout(o))
+        qp = q + query_pos
+        q = self.norm2(q + self.self_attn(qp, qp))
+        return self.norm3(q + self.ffn(q))
+
+
+class Mask2Former(nn.Module):
+    def __init__(self, classes=20, d=64, queries=10, heads=4, dec_layers=3):
+        super().__init__()
+        from torchvision.models.swin_transformer import SwinTransformer
+        swin = SwinTransformer(patch_size=[4, 4], embed_dim=32, depths=[2, 2, 2, 2], num_heads=[2, 4, 8, 16],
+                               window_size=[4, 4], stochastic_depth_prob=0.0)
+        # features[0] patch embed (/4), [1] stage 1, [2] merge (/8), [3] stage 2, [4] merge (/16), [5] stage 3
+        self.backbone = swin.features[:6]
+        self.heads, self.queries = heads, queries
+        self.proj = nn.ModuleList(nn.Sequential(nn.Conv2d(c, d, 1), nn.GroupNorm(8, d)) for c in (32, 64, 128))
+        self.level_embed = nn.Parameter(torch.randn(3, d) * 0.1)
+        # Pixel decoder: a transformer encoder over the two coarse levels, then an FPN step.
+        self.pixel_encoder = EncoderLayer(d, heads, 2 * d)
+        self.lateral = nn.Sequential(nn.Conv2d(d, d, 1, bias=False), nn.GroupNorm(8, d))
+        self.output_conv = nn.Sequential(nn.Conv2d(d, d, 3, padding=1, bias=False), nn.GroupNorm(8, d), nn.ReLU())
+        self.mask_features = nn.Conv2d(d, d, 1)
+        # Transformer decoder.
+        self.query_feat = nn.Parameter(torch.randn(queries, d))
+        self.query_embed = nn.Parameter(torch.randn(queries, d))
+        self.decoder = nn.ModuleList(Mask2FormerDecoderLayer(d, heads, 2 * d) for _ in range(dec_layers))
+        self.decoder_norm = nn.LayerNorm(d)
+        self.class_embed = nn.Linear(d, classes + 1)
+        self.mask_embed = MLP(d, d, act=nn.ReLU())
+
+    def predict(self, q, mask_features, target_hw):
+        q = self.decoder_norm(q)
+        logits = self.class_embed(q)
+        masks = torch.einsum("bqc,bchw->bqhw", self.mask_embed(q), mask_features)
+        am = F.interpolate(masks, size=target_hw, mode="bilinear", align_corners=False)
+        # True = not allowed to attend; a query whose mask is empty attends everywhere.
+        am = (am.sigmoid().flatten(2).unsqueeze(1).repeat(1, self.heads, 1, 1) < 0.5)
+        am = am & ~am.all(-1, keepdim=True)
+        return logits, masks, am
+
+    def forward(self, x):
+        f = self.backbone[1](self.backbone[0](x))          # b x h/4 x w/4 x 32 (NHWC)
+        f4 = f
+        f = self.backbone[3](self.backbone[2](f))          # /8
+        f8 = f
+        f16 = self.backbone[5](self.backbone[4](f))        # /16
+        feats = [p(t.permute(0, 3, 1, 2)) for p, t in zip(self.proj, (f4, f8, f16))]
+        b, d = feats[0].shape[0], feats[0].shape[1]
+        # pixel decoder encoder over the /8 and /16 levels
+        coarse = [feats[1], feats[2]]
+        shapes = [(t.shape[2], t.shape[3]) for t in coarse]
+        pos = [sine_pos_2d(hh, ww, d) for hh, ww in shapes]
+        tokens = torch.cat([t.flatten(2).transpose(1, 2) for t in coarse], 1)
+        tok_pos = torch.cat([p + self.level_embed[i + 1] for i, p in enumerate(pos)], 0).unsqueeze(0)
+        enc = self.pixel_encoder(tokens, tok_pos)
+        n8 = shapes[0][0] * shapes[0][1]
+        m8 = enc[:, :n8].transpose(1, 2).reshape(b, d, shapes[0][0], shapes[0][1])
+        m16 = enc[:, n8:].transpose(1, 2).reshape(b, d, shapes[1][0], shapes[1][1])
+        y = self.lateral(feats[0]) + F.interpolate(m8, size=feats[0].shape[-2:], mode="bilinear",
+                                                   align_corners=False)
+        mask_features = self.mask_features(self.output_conv(y))
+        # decoder over memories from coarse to fine (round robin): /16, /8, /4
+        mems = [(m16, shapes[1], 2), (m8, shapes[0], 1),
+                (feats[0], (feats[0].shape[2], feats[0].shape[3]), 0)]
+        q = self.query_feat.unsqueeze(0).repeat(b, 1, 1)
+        qpos = self.query_embed.unsqueeze(0).repeat(b, 1, 1)
+        logits, masks, am = self.predict(q, mask_features, mems[0][1])
+        for i, layer in enumerate(self.decoder):
+            mem, hw, lvl = mems[i % 3]
+            mem_t = mem.flatten(2).transpose(1, 2)
+            mem_pos = (sine_pos_2d(hw[0], hw[1], d) + self.level_embed[lvl]).unsqueeze(0)
+            q = layer(q, qpos, mem_t, mem_pos, am.view(b, self.heads, self.queries, -1))
+            logits, masks, am = self.predict(q, mask_features, mems[(i + 1) % 3][1])
+        return logits, masks
+
+
+def build_mask2former():
+    model = Mask2Former()
+    return model, _img_inputs()
+
+
 # name -> (builder, task, stand-in for)
 SEEDS = collections.OrderedDict([
-    ("convnext_tiny", (build_convnext_tiny, "image-classification", "ConvNeXt-T (torchvision, reduced)")),
+    ("convnext_v2_tiny", (build_convnext_v2_tiny, "image-classification", "ConvNeXt V2-T (GRN blocks, reduced)")),
     ("swin_v2_t", (build_swin_v2_t, "image-classification", "Swin-V2-T (torchvision, reduced)")),
     ("efficientnet_v2_s", (build_efficientnet_v2_s, "image-classification", "EfficientNetV2-S (torchvision, reduced)")),
     ("mobilenet_v3_small", (build_mobilenet_v3_small, "image-classification", "MobileNetV3-Small (torchvision, full)")),
     ("resnet18", (build_resnet18, "image-classification", "ResNet-18 (torchvision, half width)")),
     ("vit", (build_vit, "image-classification", "ViT-B/16 (torchvision VisionTransformer, small)")),
     ("qwen_decoder", (build_qwen_decoder, "causal-lm", "Qwen2/Qwen2.5 decoder LLM")),
+    ("modernbert", (build_modernbert, "text-encoder", "ModernBERT-base (RoPE, GeGLU, local/global attention)")),
     ("bert_encoder", (build_bert_encoder, "text-encoder", "BERT-base")),
     ("dit_block", (build_dit_block, "diffusion-denoiser", "DiT (latent diffusion transformer)")),
     ("segformer", (build_segformer, "semantic-segmentation", "SegFormer (MiT-B0)")),
+    ("mask2former", (build_mask2former, "panoptic-segmentation", "Mask2Former-Swin-T (masked attention, pixel decoder)")),
     ("swinir", (build_swinir, "super-resolution", "SwinIR (classical SR x2)")),
     ("efficientad", (build_efficientad, "anomaly-detection", "EfficientAD-S")),
-    ("yolo_head", (build_yolo_head, "object-detection", "YOLOv8-n")),
+    ("yolov10", (build_yolov10, "object-detection", "YOLOv10-S (SCDown, C2fCIB, PSA, NMS-free top-k head)")),
+    ("rt_detr", (build_rt_detr, "object-detection", "RT-DETRv2-S (hybrid encoder, top-k queries, deformable attention)")),
     ("rtmpose", (build_rtmpose, "pose-estimation", "RTMPose-t (SimCC/RTMCC head)")),
     ("parseq", (build_parseq, "text-recognition", "PARSeq (NAR decoding)")),
 ])
+
+# Reduced-precision variants: the base seed's weights and floating inputs cast to the dtype
+# after it is built (BatchNorm statistics are calibrated in float32 first). A variant is
+# skipped, with the reason, where this torch has no kernel for one of its operators in that
+# dtype (LibTorch 1.13 on CPU has almost no float16 kernels; bfloat16 is complete there).
+LOW_PRECISION = collections.OrderedDict([
+    ("resnet18_bf16", ("resnet18", torch.bfloat16)),
+    ("vit_bf16", ("vit", torch.bfloat16)),
+    ("qwen_decoder_bf16", ("qwen_decoder", torch.bfloat16)),
+    ("resnet18_f16", ("resnet18", torch.float16)),
+    ("vit_f16", ("vit", torch.float16)),
+    ("qwen_decoder_f16", ("qwen_decoder", torch.float16)),
+])
+
+
+def _low_precision_builder(base, dtype):
+    def build():
+        model, inputs = SEEDS[base][0]()
+        model = model.to(dtype)
+        cast = [tuple(t.to(dtype) if t.is_floating_point() else t for t in tup) for tup in inputs]
+        return model, cast
+    return build
+
+
+for _name, (_base, _dtype) in LOW_PRECISION.items():
+    SEEDS[_name] = (_low_precision_builder(_base, _dtype), SEEDS[_base][1],
+                    "%s in %s" % (SEEDS[_base][2], str(_dtype).replace("torch.", "")))
+
 
 
 # ---------------------------------------------------------------------------
@@ -1225,6 +1828,10 @@ def count_params(module):
     return total
 
 
+class SeedSkipped(Exception):
+    """The seed cannot be built with this torch (a missing kernel for its dtype)."""
+
+
 def check_inputs_format(name, inputs):
     if not isinstance(inputs, list) or len(inputs) != 3:
         raise SeedError("%s: inputs must be a list of 3 tuples" % name)
@@ -1236,14 +1843,89 @@ def check_inputs_format(name, inputs):
             raise SeedError("%s: inputs must be plain contiguous tensors" % name)
         s = [(tuple(t.shape), t.dtype) for t in tup]
         if shapes is not None and s != shapes:
-            raise SeedError("%s: all profiling inputs must share shapes/dtypes" % name)
+            raise SeedError("%s: the builder's profiling inputs must share shapes/dtypes" % name)
         shapes = s
 
 
+# Shape variants: after tracing on inputs[0], input 1 is replaced by a batch of 2 (inputs 1
+# and 2 concatenated) and input 2 by a smaller spatial size or sequence length (3/4 of each
+# spatial dimension of a 4-d floating input, 3/4 of the sequence of a 2-d integer input;
+# nearest-index subsampling, so the values keep their distribution). A variant is kept only
+# where the traced module gives the eager model's outputs on it: a trace that baked a shape
+# into a constant (ViT's position embedding, a view to a fixed size) keeps the same-shape
+# input, and the manifest says why.
+
+
+def batch_variant(inputs):
+    return tuple(torch.cat([a, b]) if a.dim() > 0 else a for a, b in zip(inputs[1], inputs[2]))
+
+
+def size_variant(inputs, num=3, den=4):
+    out = []
+    changed = False
+    for t in inputs[2]:
+        if t.is_floating_point() and t.dim() == 4 and min(t.shape[2:]) >= 8:
+            h, w = t.shape[2], t.shape[3]
+            ih = torch.linspace(0, h - 1, h * num // den).round().long()
+            iw = torch.linspace(0, w - 1, w * num // den).round().long()
+            out.append(t[:, :, ih][:, :, :, iw].contiguous())
+            changed = True
+        elif not t.is_floating_point() and t.dim() == 2 and t.shape[1] >= 8:
+            out.append(t[:, : t.shape[1] * num // den].contiguous())
+            changed = True
+        else:
+            out.append(t)
+    return tuple(out) if changed else None
+
+
+def describe(tup):
+    return ", ".join("x".join(str(d) for d in t.shape) + " " + str(t.dtype).replace("torch.", "")
+                     for t in tup)
+
+
+def compare_outputs(name, model, traced, tup, tol, what):
+    """Eager against traced on one input; returns (eager outputs, max diff) or raises SeedError."""
+    ref = flatten_outputs(model(*tup))
+    got = flatten_outputs(traced(*tup))
+    if len(ref) != len(got):
+        raise SeedError("%s: the traced module returns %d outputs, eager %d on %s" % (name, len(got), len(ref), what))
+    max_diff = 0.0
+    for r, g in zip(ref, got):
+        if r.shape != g.shape or r.dtype != g.dtype:
+            raise SeedError("%s: output shape/dtype mismatch on %s: traced %s %s, eager %s %s"
+                            % (name, what, tuple(g.shape), g.dtype, tuple(r.shape), r.dtype))
+        if not torch.isfinite(r).all():
+            raise SeedError("%s: eager output is not finite on %s" % (name, what))
+        if not torch.equal(r, g):
+            d = (r.double() - g.double()).abs().max().item()
+            max_diff = max(max_diff, d)
+            if not d <= tol:
+                raise SeedError("%s: traced output differs from eager on %s (max abs diff %g > %g)"
+                                % (name, what, d, tol))
+    return [r.detach() for r in ref], max_diff
+
+
+def probe_dtype(name, model, inputs):
+    """SeedSkipped when this torch has no kernel for the seed's reduced-precision dtype."""
+    try:
+        with torch.no_grad():
+            model(*inputs[0])
+    except RuntimeError as e:
+        msg = str(e)
+        if "not implemented for" in msg:
+            raise SeedSkipped("%s: torch %s has no kernel for it on CPU (%s)"
+                              % (name, torch.__version__, msg.splitlines()[0]))
+        raise
+
+
 def trace_and_save(name, model, inputs, out_pt, out_inputs, verbose=False, tol=1e-6):
-    """Trace `model` on inputs[0], save, reload and verify.  Returns info dict."""
+    """Trace `model` on inputs[0], pick the shape variants, save, reload and verify.
+    Returns an info dict."""
     check_inputs_format(name, inputs)
     model.eval()
+    low = (torch.float16, torch.bfloat16)
+    if any(t.dtype in low for t in inputs[0]) or any(p.dtype in low for p in model.parameters()):
+        probe_dtype(name, model, inputs)
     with torch.enable_grad(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         traced = torch.jit.trace(model, inputs[0], check_trace=True,
@@ -1259,6 +1941,34 @@ def trace_and_save(name, model, inputs, out_pt, out_inputs, verbose=False, tol=1
         if kind in graph_str:
             raise SeedError("%s: traced graph contains %s" % (name, kind))
 
+    # Shape variants, kept where the trace is valid for them.
+    variants = {}
+    inputs = list(inputs)
+    # Tried in order; the first the trace is valid for is kept (a size of 3/4 breaks an FPN
+    # whose levels must halve exactly, where 1/2 keeps them multiples of the stride).
+    tries = ((1, "batch", [batch_variant(inputs)]),
+             (2, "size", [size_variant(inputs, 3, 4), size_variant(inputs, 1, 2)]))
+    for slot, key, candidates in tries:
+        if candidates[0] is None:
+            variants[key] = "no spatial or sequence dimension to vary"
+            continue
+        reasons = []
+        for v in candidates:
+            what = "the %s variant (%s)" % (key, describe(v))
+            try:
+                with torch.enable_grad():
+                    compare_outputs(name, model, traced, v, tol, what)
+                inputs[slot] = v
+                variants[key] = describe(v)
+                break
+            except Exception as e:  # the eager model may refuse the shape too (an assert)
+                reason = (str(e).splitlines() or [type(e).__name__])[0]
+                if reason.startswith(name + ": "):
+                    reason = reason[len(name) + 2:]
+                reasons.append("%s: %s" % (describe(v), reason[:200]))
+        else:
+            variants[key] = "not used: " + "; ".join(reasons)
+
     tmp_pt = out_pt + ".tmp"
     tmp_inputs = out_inputs + ".tmp"
     torch.jit.save(traced, tmp_pt)
@@ -1273,31 +1983,27 @@ def trace_and_save(name, model, inputs, out_pt, out_inputs, verbose=False, tol=1
                 for a, b in zip(tup, inputs[i]):
                     if not torch.equal(a, b):
                         raise SeedError("%s: inputs did not round-trip through torch.save" % name)
-                ref = flatten_outputs(model(*tup))
-                got = flatten_outputs(loaded(*tup))
-                if len(ref) != len(got):
-                    raise SeedError("%s: reloaded module returns %d outputs, eager %d"
-                                    % (name, len(got), len(ref)))
-                for r, g in zip(ref, got):
-                    if r.shape != g.shape or r.dtype != g.dtype:
-                        raise SeedError("%s: output shape/dtype mismatch on input %d: %s %s vs %s %s"
-                                        % (name, i, tuple(g.shape), g.dtype, tuple(r.shape), r.dtype))
-                    if not torch.isfinite(r).all():
-                        raise SeedError("%s: eager output is not finite on input %d" % (name, i))
-                    if not torch.equal(r, g):
-                        d = (r.double() - g.double()).abs().max().item()
-                        max_diff = max(max_diff, d)
-                        if not d <= tol:
-                            raise SeedError("%s: reloaded output differs from eager on input %d "
-                                            "(max abs diff %g > %g)" % (name, i, d, tol))
-                eager_outs.append([r.detach() for r in ref])
-        # Degenerate-output guard: every output must vary within a tensor (if it
-        # has more than one element) and across the three inputs.
+                outs, d = compare_outputs(name, model, loaded, tup, tol, "input %d (%s)" % (i, describe(tup)))
+                max_diff = max(max_diff, d)
+                eager_outs.append(outs)
+        # Degenerate-output guard: every output must vary within a tensor (if it has more than
+        # one element) and across the inputs. Outputs of another shape are compared by their
+        # first batch element where the leading dimension is the batch.
         for j, r in enumerate(eager_outs[0]):
             if r.numel() > 1 and r.double().std().item() == 0.0:
                 raise SeedError("%s: output %d is constant" % (name, j))
             scale = r.abs().max().item()
-            var = max((r - other[j]).abs().max().item() for other in eager_outs[1:])
+            changes = []
+            for other in eager_outs[1:]:
+                o = other[j]
+                if o.shape != r.shape and o.dim() == r.dim() and r.dim() > 0 and r.shape[0] == 1 and \
+                        o.shape[1:] == r.shape[1:]:
+                    o = o[:1]
+                if o.shape == r.shape:
+                    changes.append((r.double() - o.double()).abs().max().item())
+            if not changes:
+                raise SeedError("%s: output %d has no comparable output on another input" % (name, j))
+            var = max(changes)
             if not var > 1e-3 * scale:
                 raise SeedError("%s: output %d (nearly) does not depend on the input "
                                 "(max change %g vs max magnitude %g)" % (name, j, var, scale))
@@ -1311,10 +2017,10 @@ def trace_and_save(name, model, inputs, out_pt, out_inputs, verbose=False, tol=1
     os.replace(tmp_inputs, out_inputs)
     os.replace(tmp_pt, out_pt)
     return {"max_diff": max_diff, "tracer_warnings": len(tracer_warnings),
-            "outputs": [list(r.shape) for r in eager_outs[0]]}
+            "outputs": [list(r.shape) for r in eager_outs[0]], "variants": variants}
 
 
-def manifest_entry(name, task, stand_in, outdir):
+def manifest_entry(name, task, stand_in, outdir, variants=None):
     pt = os.path.join(outdir, name + ".pt")
     inp = os.path.join(outdir, name + ".inputs.pt")
     m = torch.jit.load(pt)
@@ -1328,6 +2034,8 @@ def manifest_entry(name, task, stand_in, outdir):
         "num_inputs": len(inputs),
         "input_shapes": [list(t.shape) for t in inputs[0]],
         "input_dtypes": [str(t.dtype).replace("torch.", "") for t in inputs[0]],
+        "profiling_shapes": [[list(t.shape) for t in tup] for tup in inputs],
+        "shape_variants": variants or {},
         "params": count_params(m),
         "size_bytes": os.path.getsize(pt),
         "nodes": len(list(m.inlined_graph.nodes())),
@@ -1388,6 +2096,14 @@ def main(argv=None):
     script_mtime = os.path.getmtime(os.path.abspath(__file__))
     t_all = time.time()
     failures = []
+    skipped = {}
+    # Shape-variant notes of seeds not rebuilt this run come from the previous manifest.
+    variants = {}
+    try:
+        with open(os.path.join(args.outdir, "manifest.json")) as f:
+            variants = {e["name"]: e.get("shape_variants", {}) for e in json.load(f)}
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
     for name in names:
         builder, task, _ = SEEDS[name]
         out_pt = os.path.join(args.outdir, name + ".pt")
@@ -1401,6 +2117,14 @@ def main(argv=None):
             torch.manual_seed(0)
             model, inputs = builder()
             info = trace_and_save(name, model, inputs, out_pt, out_inputs, verbose=args.verbose)
+            variants[name] = info["variants"]
+        except SeedSkipped as e:
+            print("%-20s skipped: %s" % (name, str(e)[len(name) + 2:]), flush=True)
+            skipped[name] = str(e)
+            for ext in (".pt", ".inputs.pt"):  # a stale file from another torch is not this zoo
+                if os.path.exists(os.path.join(args.outdir, name + ext)):
+                    os.remove(os.path.join(args.outdir, name + ext))
+            continue
         except Exception as e:  # report and keep going; exit status says it failed
             msg = str(e) if isinstance(e, SeedError) else "%s: %s: %s" % (name, type(e).__name__, e)
             print("%-20s FAILED: %s" % (name, msg), flush=True)
@@ -1413,12 +2137,14 @@ def main(argv=None):
         if info["tracer_warnings"]:
             extra += "  (%d tracer warnings)" % info["tracer_warnings"]
         print("%-20s %8.2f MB %6.1f s%s" % (name, size / 1e6, time.time() - t0, extra), flush=True)
+        for key, what in info["variants"].items():
+            print("%-20s   %-5s %s" % ("", key, what), flush=True)
 
     # Manifest: every known seed whose files exist in OUTDIR.
     entries = []
     for name, (_, task, stand_in) in SEEDS.items():
         if all(os.path.exists(os.path.join(args.outdir, name + ext)) for ext in (".pt", ".inputs.pt")):
-            entries.append(manifest_entry(name, task, stand_in, args.outdir))
+            entries.append(manifest_entry(name, task, stand_in, args.outdir, variants.get(name)))
     with open(os.path.join(args.outdir, "manifest.json"), "w") as f:
         json.dump(entries, f, indent=2)
         f.write("\n")
@@ -1439,7 +2165,7 @@ def main(argv=None):
                 f.write("%d %s %d\n" % (n, kind, seeds_with[kind]))
         print("wrote %s (%d kinds)" % (path, len(total)))
 
-    print("total %.1f s, %d seed(s) in manifest" % (time.time() - t_all, len(entries)))
+    print("total %.1f s, %d seed(s) in manifest, %d skipped" % (time.time() - t_all, len(entries), len(skipped)))
     if failures:
         print("ERROR: %d seed(s) failed:" % len(failures), file=sys.stderr)
         for msg in failures:

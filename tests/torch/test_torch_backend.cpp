@@ -320,6 +320,55 @@ graph(%x : Tensor, %w : Tensor):
       CHECK(std::string(e.what()).find("(aten::mm) failed") != std::string::npos);
     }
   }
+  SUBCASE("a trace that baked a shape, profiled on inputs of another shape") {
+    // What torch.jit.trace records for `x.view(int(x.shape[0]), -1)` traced at batch 1.
+    auto m = from_ir(R"IR(
+graph(%x : Tensor):
+  %one : int = prim::Constant[value=1]()
+  %n : int = prim::Constant[value=48]()
+  %shape : int[] = prim::ListConstruct(%one, %n)
+  %y : Tensor = aten::view(%x, %shape)
+  %z : Tensor = aten::relu(%y)
+  return (%z)
+)IR");
+    tt::profiler prof;
+    // Other values at the traced shape are fine: F(e) gets a state per input.
+    auto ok = prof.run(m, {{::torch::randn({1, 3, 4, 4})}, {::torch::randn({1, 3, 4, 4})}});
+    CHECK(ok.runs == 2);
+    try {
+      (void)prof.run(m, {{::torch::randn({1, 3, 4, 4})}, {::torch::randn({2, 3, 4, 4})}});
+      FAIL("no error");
+    } catch (const tt::model_error& e) {
+      const std::string msg = e.what();
+      INFO(msg);
+      CHECK(msg.find("test.ir: ") == 0);                                      // the file
+      CHECK(msg.find("aten::view") != std::string::npos);                     // the node
+      CHECK(msg.find("on profiling input 2 of 2 (2x3x4x4 Float)") != std::string::npos);  // the input
+      CHECK(msg.find("input 1 is 1x3x4x4 Float") != std::string::npos);      // against the traced shape
+      CHECK(msg.find("trace it again for these shapes") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("the profiler records one state per input when the inputs differ in shape") {
+  auto m = from_ir(R"IR(
+graph(%x : Tensor):
+  %two : int = prim::Constant[value=2]()
+  %three : int = prim::Constant[value=3]()
+  %y : Tensor = aten::flatten(%x, %two, %three)
+  %z : Tensor = aten::relu(%y)
+  return (%z)
+)IR");
+  tt::profiler prof;
+  auto p = prof.run(m, {{::torch::randn({1, 3, 4, 4})}, {::torch::randn({2, 3, 4, 4})}, {::torch::randn({1, 3, 2, 2})}});
+  REQUIRE(p.runs == 3);
+  REQUIRE(m.graph.graph_outputs().size() == 1);
+  const auto& runs = p.edges[tfg::graph::index(m.graph.graph_outputs()[0])].runs;
+  REQUIRE(runs.size() == 3);
+  CHECK(runs[0].shape == std::vector<std::int64_t>{1, 3, 16});
+  CHECK(runs[1].shape == std::vector<std::int64_t>{2, 3, 16});
+  CHECK(runs[2].shape == std::vector<std::int64_t>{1, 3, 4});
+  CHECK(runs[1].numel == 96);
 }
 
 TEST_CASE("a mutation of a constant survives export and import: the importer folds no constant") {

@@ -19,6 +19,38 @@ struct execute_options {
 };
 
 /// Runs one model op by op. Holds per-edge values of the last run. Not thread-safe.
+/// "1x3x48x48 f32, 1x16 i64": the shapes and dtypes of one input's arguments, for messages.
+[[nodiscard]] inline std::string describe_arguments(const std::vector<c10::IValue>& args) {
+  std::string out;
+  for (const auto& a : args) {
+    if (!out.empty()) out += ", ";
+    if (a.isTensor() && a.toTensor().defined()) {
+      const auto& t = a.toTensor();
+      std::string dims;
+      for (auto d : t.sizes()) dims += (dims.empty() ? "" : "x") + std::to_string(d);
+      out += (dims.empty() ? std::string("scalar") : dims) + " " + std::string(c10::toString(t.scalar_type()));
+    } else {
+      out += a.tagKind();
+    }
+  }
+  return out;
+}
+
+/// The error of running profiling input `k` (0-based) of `inputs`, with which input it was and,
+/// when its shapes are not the first input's, why a traced seed can refuse them.
+[[nodiscard]] inline model_error input_error(const std::exception& e, const std::vector<std::vector<c10::IValue>>& inputs,
+                                             std::size_t k) {
+  std::string msg = e.what();
+  msg += "\n  on profiling input " + std::to_string(k + 1) + " of " + std::to_string(inputs.size()) + " (" +
+         describe_arguments(inputs[k]) + ")";
+  if (k > 0 && describe_arguments(inputs[k]) != describe_arguments(inputs[0]))
+    msg += "; input 1 is " + describe_arguments(inputs[0]) +
+           ". A traced model keeps the shapes its trace saw wherever its code turned a shape into a number "
+           "(torch.jit.trace's TracerWarnings): trace it again for these shapes, script it, or profile with "
+           "inputs of the traced shapes";
+  return model_error(msg);
+}
+
 class executor {
  public:
   explicit executor(const model& m, execute_options opt = {}) : m_(m), opt_(opt) {

@@ -332,7 +332,8 @@ class profiler {
     p.edges.resize(g.edge_capacity());
     p.node_seconds.assign(g.node_capacity(), 0.0);
     executor ex(m, {opt_.device, false});
-    for (const auto& x : inputs) {
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+      const auto& x = inputs[k];
       run_groups_.clear();
       std::vector<graph::edge_id> produced;
       produced.reserve(g.edge_count());
@@ -345,15 +346,20 @@ class profiler {
       std::optional<event_recorder> recorder;
       if (opt_.events) recorder.emplace(labels_, trace);
       auto last = std::chrono::steady_clock::now();
-      auto out = ex.run(x, [&](graph::node_id n, std::span<const graph::edge_id> outs) {
-        if (opt_.timing && n != graph::no_node) {
-          auto now = std::chrono::steady_clock::now();
-          p.node_seconds[graph::index(n)] += std::chrono::duration<double>(now - last).count();
-        }
-        const bool constant = n != graph::no_node && g.data(n).kind == c10::prim::Constant;
-        for (auto e : outs) record(e, constant);
-        if (opt_.timing) last = std::chrono::steady_clock::now();
-      });
+      c10::IValue out;
+      try {
+        out = ex.run(x, [&](graph::node_id n, std::span<const graph::edge_id> outs) {
+          if (opt_.timing && n != graph::no_node) {
+            auto now = std::chrono::steady_clock::now();
+            p.node_seconds[graph::index(n)] += std::chrono::duration<double>(now - last).count();
+          }
+          const bool constant = n != graph::no_node && g.data(n).kind == c10::prim::Constant;
+          for (auto e : outs) record(e, constant);
+          if (opt_.timing) last = std::chrono::steady_clock::now();
+        });
+      } catch (const model_error& e) {
+        throw input_error(e, inputs, k);
+      }
       recorder.reset();
       // Storage sharing is known only once the whole run is seen.
       std::unordered_map<std::uint32_t, std::uint32_t> sharers;

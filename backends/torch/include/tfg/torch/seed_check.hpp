@@ -44,7 +44,12 @@ namespace tfg::torch {
   for (auto e : m.graph.edges()) by_name.emplace(m.graph.data(e).name, e);
   for (std::size_t k = 0; k < inputs.size(); ++k) {
     executor ex(m, execute_options{});
-    const auto ours = ex.run(ivalue::deep_clone(inputs[k]));
+    c10::IValue ours;
+    try {
+      ours = ex.run(ivalue::deep_clone(inputs[k]));
+    } catch (const model_error& e) {
+      throw input_error(e, inputs, k);
+    }
     ::torch::jit::Stack stack;
     if (has_self) stack.push_back(module._ivalue());
     for (const auto& v : ivalue::deep_clone(inputs[k])) stack.push_back(v);

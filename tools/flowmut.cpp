@@ -162,13 +162,23 @@ int run_ops_list(const std::vector<std::string>& dirs, bool json) {
                 std::string(tm::name(op.primitive)).c_str(), tm::origin_text(op).c_str(),
                 op.preserves_values ? "values" : "", tm::params_text(op).c_str());
   const auto cells = tm::cell_counts(ops);
-  std::printf("\n%zu operators from %zu files; by object x primitive:\n%-10s %8s %10s %9s %9s\n", ops.size(),
-              lp->pool.files, "", "update", "insertion", "deletion", "rewiring");
+  std::printf("\n%zu operators from %zu files (the paper's pool: 147); by object x primitive, ours / paper's "
+              "Table 1:\n%-10s %10s %10s %10s %10s %10s\n",
+              ops.size(), lp->pool.files, "", "update", "insertion", "deletion", "rewiring", "total");
+  std::size_t ours_total = 0, paper_total = 0;
   for (int o = 0; o < 4; ++o) {
     std::printf("%-10s", std::string(tm::name(static_cast<tfg::dsl::object_kind>(o))).c_str());
-    for (int p = 0; p < 4; ++p) std::printf(" %9zu", cells[o][p]);
-    std::printf("\n");
+    std::size_t row = 0, paper_row = 0;
+    for (int p = 0; p < 4; ++p) {
+      std::printf(" %10s", (std::to_string(cells[o][p]) + " / " + std::to_string(tm::paper_cells[o][p])).c_str());
+      row += cells[o][p];
+      paper_row += tm::paper_cells[o][p];
+    }
+    std::printf(" %10s\n", (std::to_string(row) + " / " + std::to_string(paper_row)).c_str());
+    ours_total += row;
+    paper_total += paper_row;
   }
+  std::printf("%-10s %54s\n", "total", (std::to_string(ours_total) + " / " + std::to_string(paper_total)).c_str());
   return 0;
 }
 

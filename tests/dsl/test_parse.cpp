@@ -413,6 +413,17 @@ TEST_CASE("parse_options::run_checks = false stops after the parse phase") {
   CHECK(!checked.ok());
 }
 
+TEST_CASE("float domain values are told apart by their exact value") {
+  // 1e-40 and 1e-41 (float32 denormals) are not 0.0, and -0.0 is a value of its own.
+  std::string const text =
+      "tfg 1\noperator t object tensor primitive update origin tfg anchor %x {\n"
+      "  param $v in {0.0, -0.0, 1e-40, 1e-41, 1e30}\n"
+      "  replace { %z = aten::mul(%x, $v) rewire consumers(%x) -> %z }\n"
+      "}\n";
+  auto const r = dsl::parse(text, "t.tfg");
+  for (auto const& d : r.diagnostics) CHECK_MESSAGE(d.code != "E018", d.message);
+}
+
 TEST_CASE("check() runs on a module built in code") {
   dsl::module m;
   dsl::operator_decl op;

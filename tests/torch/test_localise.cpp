@@ -186,6 +186,75 @@ graph(%x : Tensor):
   CHECK(found.empty());
 }
 
+// sigmoid(10 x) for x in 1.8..2.4 is exactly 1.0 in float32 and distinct in float64: top-k
+// picks other elements in the two precisions, and everything gathered with its indices differs.
+TEST_CASE("localise: a selection flip at near-tied scores is not a finding") {
+  auto g = std::make_shared<::torch::jit::Graph>();
+  ::torch::jit::parseIR(R"IR(
+graph(%x : Tensor):
+  %c : float = prim::Constant[value=10.]()
+  %k : int = prim::Constant[value=2]()
+  %zero : int = prim::Constant[value=0]()
+  %t : bool = prim::Constant[value=1]()
+  %s0 : Tensor = aten::mul(%x, %c)
+  %s : Tensor = aten::sigmoid(%s0)
+  %vals : Tensor, %idx : Tensor = aten::topk(%s, %k, %zero, %t, %t)
+  %y : Tensor = aten::index_select(%x, %zero, %idx)
+  %z : Tensor = aten::mul(%y, %c)
+  return (%z))IR", g.get());
+  const auto m = tt::torchscript_importer::from_graph(*g, "topk_gather.ir");
+  const auto input = std::vector<c10::IValue>{at::tensor({1.8f, 2.0f, 2.2f, 2.4f, 1.9f})};
+  // The two precisions do select differently here (else the test would show nothing).
+  const auto f32 = tt::run_config("eager_op_by_op", m, {input});
+  const auto f64 = tt::run_config("float64_reference", m, {input});
+  REQUIRE(f32.ok());
+  REQUIRE(f64.ok());
+  const auto& a = f32.outputs[0][0].value.toTensor();
+  const auto& b = f64.outputs[0][0].value.toTensor();
+  REQUIRE(!at::allclose(a.to(at::kDouble), b.to(at::kDouble)));
+  // The judge does not compare the selected values against float64 ...
+  const auto v = tt::judge(f32, f64, {}, &m);
+  INFO(v.message);
+  CHECK(!tfg::oracle::is_finding(v.kind));
+  CHECK(v.tie_dependent);
+  // ... and between float32 configurations that chose differently (other rounding before the
+  // top-k), the localiser calls the node that reads the differing indices a selection flip.
+  const auto a_run = tt::snapshot_run("eager_op_by_op", m, input, 1);
+  REQUIRE(a_run.ok());
+  const auto traits = tt::edge_traits(m);
+  tfg::graph::node_id gather = tfg::graph::no_node;
+  tfg::graph::edge_id idx = tfg::graph::no_edge;
+  for (auto n : m.graph.nodes())
+    if (m.graph.data(n).name() == "aten::index_select") {
+      gather = n;
+      for (auto e : m.graph.inputs(n))
+        if (auto p = m.graph.producer(e); p != tfg::graph::no_node && m.graph.data(p).name() == "aten::topk") idx = e;
+    }
+  REQUIRE(gather != tfg::graph::no_node);
+  REQUIRE(idx != tfg::graph::no_edge);
+  CHECK(traits[tfg::graph::index(idx)].selection);
+  CHECK_FALSE(tt::reads_flipped_selection(m, gather, a_run, a_run, traits));
+  auto b_run = a_run;
+  b_run.at[tfg::graph::index(idx)] = c10::IValue(a_run.at[tfg::graph::index(idx)].toTensor().flip(0));
+  CHECK(tt::reads_flipped_selection(m, gather, a_run, b_run, traits));
+  // The index_select's float input is no index: changing it is not a flip.
+  auto c_run = a_run;
+  const auto xin = tfg::graph::index(m.graph.graph_inputs()[0]);
+  c_run.at[xin] = c10::IValue(a_run.at[xin].toTensor() + 1);
+  CHECK_FALSE(tt::reads_flipped_selection(m, gather, a_run, c_run, traits));
+  // Without a selection in the cone the same difference is a finding: the rule is that narrow.
+  auto g2 = std::make_shared<::torch::jit::Graph>();
+  ::torch::jit::parseIR(R"IR(
+graph(%x : Tensor):
+  %c : float = prim::Constant[value=3.]()
+  %y : Tensor = aten::mul(%x, %c)
+  return (%y))IR", g2.get());
+  const auto m2 = tt::torchscript_importer::from_graph(*g2, "plain.ir");
+  auto r2 = tt::run_config("eager_op_by_op", m2, {input});
+  r2.outputs[0][0].value = c10::IValue(r2.outputs[0][0].value.toTensor() + 1.0f);  // a wrong result
+  CHECK(tfg::oracle::is_finding(tt::judge(r2, tt::run_config("float64_reference", m2, {input}), {}, &m2).kind));
+}
+
 TEST_CASE("localise: the worker's skeleton has the positions of its import, and the backend's outputs") {
   auto m = tt::torchscript_importer().load(std::string(TFG_SOURCE_DIR) + "/tests/data/tiny_mix.pt");
   const auto sk = tt::skeleton_of(m);

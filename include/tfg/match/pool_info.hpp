@@ -44,6 +44,10 @@ namespace tfg::match {
 /// Operators per (object, primitive) cell.
 using cell_table = std::array<std::array<std::size_t, 4>, 4>;
 
+/// The paper's Table 1: the final pool of 147 operators by object (tensor, operator, relation,
+/// subgraph) and primitive (update, insertion, deletion, rewiring).
+inline constexpr cell_table paper_cells{{{8, 4, 0, 0}, {38, 4, 1, 0}, {44, 6, 3, 3}, {17, 10, 2, 7}}};
+
 [[nodiscard]] inline cell_table cell_counts(std::span<const compiled_operator> ops) {
   cell_table t{};
   for (const auto& op : ops) ++t[static_cast<int>(op.object)][static_cast<int>(op.primitive)];

@@ -3,6 +3,8 @@
 /// Semantic checks of declarations: externs, requirements, operators, parameter domains and op names.
 #include "tfg/dsl/detail/checker.hpp"
 
+#include <cstdio>
+
 namespace tfg::dsl::detail {
 
 // ---- externs -----------------------------------------------------------------------------------
@@ -233,8 +235,15 @@ inline void  checker::resolve_param(param_decl& p) {
             return;
           }
         }
+        // Floats by their exact value (%a): std::to_string's six decimals made 1e-40 a
+        // duplicate of 0.0; -0.0 and 0.0 stay distinct values of a domain.
+        auto exact = [](double d) {
+          char buf[64];
+          std::snprintf(buf, sizeof buf, "%a", d);
+          return std::string(buf);
+        };
         std::string const key = v.kind == expr_kind::int_literal     ? std::to_string(v.int_value)
-                                : v.kind == expr_kind::float_literal ? std::to_string(v.float_value)
+                                : v.kind == expr_kind::float_literal ? exact(v.float_value)
                                                                      : v.text;
         if (!seen.insert(key).second) {
           error(errc::bad_domain, v.loc, "duplicate value in the domain of '$" + p.name.text + "'");

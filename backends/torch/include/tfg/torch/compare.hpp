@@ -49,6 +49,7 @@
 #include <ATen/Functions.h>
 #include <ATen/core/Tensor.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -91,6 +92,17 @@ namespace tfg::torch {
   return false;
 }
 
+/// True when node `n` selects elements by ranking them: a tie-dependent op that returns indices
+/// (argmax, argmin, argsort; topk, sort, max.dim, kthvalue, ... with their second output).
+/// The element-wise and full-reduction forms of max, min and median return no index.
+template <class Graph>
+[[nodiscard]] bool selects_elements(const Graph& g, graph::node_id n) {
+  const auto kind = g.data(n).name();
+  if (!is_tie_dependent_op(kind)) return false;
+  if (kind == "aten::argmax" || kind == "aten::argmin" || kind == "aten::argsort") return true;
+  return g.outputs(n).size() >= 2;
+}
+
 struct compare_options {
   oracle::tolerance_table tolerances;
   /// With a float64 reference r, b is wrong only where |b - r| > reference_slack |a - r| +
@@ -121,6 +133,10 @@ struct leaf_traits {
   bool tie = false;                 ///< produced directly by a tie-dependent integer op
   bool layout_dependent = false;    ///< computed from raw storage geometry (constant as_strided)
   bool uninitialised = false;       ///< produced directly by aten::empty and its kin
+  /// Its cone has a tie-dependent op (top-k, sort, argmax, ...): which elements it selected can
+  /// differ between float32 and float64 at near-equal scores (a saturated sigmoid's exact
+  /// float32 ties are distinct in float64), so it is not judged against a float64 run.
+  bool selection = false;
   oracle::dtype_class precision = oracle::dtype_class::f64;  ///< lowest precision in its cone
 };
 
@@ -204,6 +220,7 @@ struct leaf_traits {
         if (seen[graph::index(n)]) continue;
         seen[graph::index(n)] = 1;
         if (reads_fixed_geometry(g.data(n))) tr.layout_dependent = true;
+        if (selects_elements(g, n)) tr.selection = true;
         tr.precision = lower_precision(tr.precision, introduced_precision(g, n));
         for (auto e : g.inputs(n))
           if (auto q = g.producer(e); q != graph::no_node && !seen[graph::index(q)]) stack.push_back(q);
@@ -438,6 +455,17 @@ inline void compare_leaf(oracle::verdict& v, const c10::IValue& va, const c10::I
     v.kind = verdict_kind::equal;
     return;
   }
+  // Downstream of a tie-dependent selection, against a float64 run: float64 breaks float32's
+  // near-ties its own way and may select other elements; such values are compared between
+  // float32 configurations only (docs/oracle.md, "Selections").
+  if (tr.selection && (a_widened || b_widened) && a.is_floating_point()) {
+    v.kind = at::equal(a, b) ? verdict_kind::equal : verdict_kind::within_tolerance;
+    v.tie_dependent = true;
+    if (v.kind != verdict_kind::equal)
+      v.message = "downstream of a tie-dependent selection (top-k, sort, argmax): not compared against float64";
+    return;
+  }
+  if (tr.selection) vr = nullptr;  // nor anchored on it
   if (tr.uninitialised) {
     v.kind = verdict_kind::within_tolerance;
     v.message = "not compared: uninitialised memory (aten::empty and its kin)";
@@ -546,6 +574,9 @@ inline void compare_leaf(oracle::verdict& v, const c10::IValue& va, const c10::I
     return out;
   }
   const auto traits = m ? output_traits(*m) : std::map<std::string, leaf_traits>{};
+  // Gradients with respect to the inputs flow back through every output: a selection anywhere
+  // makes them selection-dependent.
+  const bool any_selection = std::any_of(traits.begin(), traits.end(), [](const auto& kv) { return kv.second.selection; });
   const bool use_ref = reference64 && reference64->ok() && reference64->outputs.size() == a.outputs.size();
   for (std::size_t i = 0; i < a.outputs.size(); ++i) {
     const auto& la = a.outputs[i];
@@ -575,8 +606,9 @@ inline void compare_leaf(oracle::verdict& v, const c10::IValue& va, const c10::I
           for (const auto* p : peers)
             if (p && p->ok() && i < p->outputs.size() && j < p->outputs[i].size() && p->outputs[i][j].path == la[j].path)
               spread = std::max(spread, compare_detail::spread_of(la[j].value, p->outputs[i][j].value, gradient));
-          compare_detail::compare_leaf(v, la[j].value, lb[j].value, r, a.widened, b.widened,
-                                       traits_of(traits, la[j].path), gradient, opt, spread);
+          auto tr = traits_of(traits, la[j].path);
+          if (gradient) tr.selection = tr.selection || any_selection;
+          compare_detail::compare_leaf(v, la[j].value, lb[j].value, r, a.widened, b.widened, tr, gradient, opt, spread);
         } catch (const std::exception& e) {
           v.kind = verdict_kind::state_mismatch;
           v.message = "cannot compare: " + clean_error(e.what());

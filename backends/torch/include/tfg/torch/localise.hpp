@@ -116,8 +116,10 @@ namespace localise_detail {
       const auto& in = t[graph::index(e)];
       node.precision = lower_precision(node.precision, in.precision);
       node.layout_dependent = node.layout_dependent || in.layout_dependent;
+      node.selection = node.selection || in.selection;
     }
     const bool tie = is_tie_dependent_op(g.data(n).name());
+    node.selection = node.selection || selects_elements(g, n);
     const bool uninit = is_uninitialised_op(g.data(n).name());
     for (auto e : g.outputs(n)) {
       t[graph::index(e)] = node;
@@ -231,6 +233,25 @@ inline void describe_node(const model& m, std::size_t position, const edge_value
   }
 }
 
+/// Whether node `n` reads an integer tensor derived from a selecting operator (top-k indices,
+/// `idx // nc`, a repeat of them: `leaf_traits::selection`) that differs between runs a and b:
+/// the two chose other elements at near-equal scores.
+[[nodiscard]] inline bool reads_flipped_selection(const model& m, graph::node_id n, const edge_values& a,
+                                                  const edge_values& b, const std::vector<leaf_traits>& traits) {
+  for (auto in : m.graph.inputs(n)) {
+    const auto k = graph::index(in);
+    if (!(traits[k].tie || traits[k].selection) || k >= a.at.size() || k >= b.at.size()) continue;
+    if (!a.at[k].isTensor() || !b.at[k].isTensor()) continue;
+    const auto& ia = a.at[k].toTensor();
+    const auto& ib = b.at[k].toTensor();
+    if (!ia.defined() || !ib.defined() || ia.is_floating_point() || ia.sizes() != ib.sizes() ||
+        ia.scalar_type() != ib.scalar_type())
+      continue;
+    if (!at::equal(ia, ib)) return true;
+  }
+  return false;
+}
+
 /// The first node (in execution order) whose output differs between op-by-op configurations
 /// a and b on `input`, judged against the float64 run, with threads_1_vs_n and channels_last
 /// (those not a or b) as the peers whose spread is the float32 rounding noise of each edge: 4
@@ -289,6 +310,14 @@ inline void describe_node(const model& m, std::size_t position, const edge_value
       v.config_b = std::string(b_name);
       out.divergence = v;
       describe_node(m, pos, a, out);
+      // A selection flip (reads_flipped_selection): everything downstream legitimately differs.
+      if (reads_flipped_selection(m, n, a, b, traits)) {
+        out.conditioned = true;
+        out.note = out.op + " reads indices that differ between " + std::string(a_name) + " and " + std::string(b_name) +
+                   " and come from a tie-dependent operator: the configurations selected other elements at "
+                   "near-equal scores, a legitimate difference, not a defect";
+        return out;
+      }
       // Ill-conditioning: an operator that computes its outputs accurately from the inputs each
       // configuration gave it (e.g. a softmax after x + (-1e4): the float32 add's absorption,
       // within tolerance at the add, is amplified by the softmax) is not wrong; the divergence

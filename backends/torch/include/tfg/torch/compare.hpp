@@ -465,7 +465,6 @@ inline void compare_leaf(oracle::verdict& v, const c10::IValue& va, const c10::I
       v.message = "downstream of a tie-dependent selection (top-k, sort, argmax): not compared against float64";
     return;
   }
-  if (tr.selection) vr = nullptr;  // nor anchored on it
   if (tr.uninitialised) {
     v.kind = verdict_kind::within_tolerance;
     v.message = "not compared: uninitialised memory (aten::empty and its kin)";

@@ -297,4 +297,33 @@ graph(%x : Tensor):
   CHECK((f64.outputs[0][0].value.toTensor() - unrounded).abs().max().item<double>() > 1e-4);
 }
 
+// A bfloat16 model casts back to its own dtype (Qwen's softmax in float32, then `.to(q.dtype)`):
+// in the float64 reference that cast is the model's working precision, widened like float32's,
+// else the next matmul mixes float64 and bfloat16 and the reference fails (qwen_decoder_bf16).
+TEST_CASE("config float64_reference widens a bfloat16 model's casts to its own dtype") {
+  ::torch::jit::Module mod("m");
+  mod.register_parameter("w", at::randn({8, 8}).to(at::kBFloat16), false);
+  mod.define(R"(
+def forward(self, x):
+    a = torch.matmul(x, self.w)
+    p = torch.softmax(a.float(), -1).to(15)  # torch.bfloat16, a constant as in a trace
+    return torch.matmul(p, self.w)
+)");
+  mod.eval();
+  const auto m = tt::torchscript_importer::from_module(mod, "bf16.pt");
+  const bool works_in_bf16 = tt::config_detail::working_dtype(m) == at::kBFloat16;
+  CHECK(works_in_bf16);
+  const tt::input_set in{{at::randn({2, 8}).to(at::kBFloat16)}};
+  const auto eager = tt::run_config("eager_op_by_op", m, in);
+  const auto f64 = tt::run_config("float64_reference", m, in);
+  INFO(f64.error);
+  REQUIRE(eager.ok());
+  REQUIRE(f64.ok());
+  const bool double_out = f64.outputs[0][0].value.toTensor().scalar_type() == at::kDouble;
+  CHECK(double_out);
+  const auto v = tt::judge(eager, f64, {}, &m);
+  INFO(v.message);
+  CHECK(!tfg::oracle::is_finding(v.kind));
+}
+
 }  // namespace tfg_test_torch_localise

@@ -41,6 +41,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -84,15 +85,36 @@ namespace config_detail {
   return s == c10::kFloat || s == c10::kHalf || s == c10::kBFloat16 || s == c10::kDouble;
 }
 
+/// The floating dtype most of `m`'s floating tensor constants (its parameters) have, by element
+/// count: the precision the model works in (float32 when it has none).
+[[nodiscard]] inline c10::ScalarType working_dtype(const model& m) {
+  std::map<c10::ScalarType, std::int64_t> elements;
+  for (auto n : m.graph.nodes()) {
+    const auto& c = m.graph.data(n).constant;
+    if (!c.isTensor() || !c.toTensor().defined() || !is_float_dtype(c.toTensor().scalar_type())) continue;
+    elements[c.toTensor().scalar_type()] += c.toTensor().numel();
+  }
+  auto best = c10::kFloat;
+  std::int64_t most = 0;
+  for (const auto& [t, count] : elements)
+    if (count > most) {
+      best = t;
+      most = count;
+    }
+  return best;
+}
+
 /// `m` for the float64 reference: every floating tensor constant in float64 (values are exact:
-/// f16, bf16 and f32 are subsets of f64), and every float32 dtype argument (a `ScalarType`
-/// parameter of the node's schema, e.g. `aten::to(x, dtype=float)`) made float64. Explicit
-/// casts to f16 / bf16 are kept: a mutation's `aten::to(bf16)` still rounds in the reference,
+/// f16, bf16 and f32 are subsets of f64), and every dtype argument (a `ScalarType` parameter
+/// of the node's schema, e.g. `aten::to(x, dtype=float)`) of float32 or of the model's working
+/// dtype (a bfloat16 model's `x.to(q.dtype)`) made float64. Other explicit casts to f16 / bf16
+/// are kept: a mutation's `aten::to(bf16)` in a float32 model still rounds in the reference,
 /// which then computes what the model means, not a more precise model. Integer and bool tensors
 /// (indices, masks) are left alone. Works on a copy of the TFG, so node and edge ids are those
 /// of `m` (edge-by-edge comparison and localisation rely on it).
 [[nodiscard]] inline model widened_model(const model& m) {
   model out = m;
+  const auto working = working_dtype(m);
   auto& g = out.graph;
   for (auto n : g.nodes()) {
     auto& d = g.data(n);
@@ -111,8 +133,8 @@ namespace config_detail {
       auto& a = d.args[i];
       if (a.how != argument::form::constant || !a.constant.isInt()) continue;
       if (real_kind(schema->arguments()[i]) != c10::TypeKind::ScalarTypeType) continue;
-      if (static_cast<c10::ScalarType>(a.constant.toInt()) == c10::kFloat)
-        a.constant = c10::IValue(static_cast<std::int64_t>(c10::kDouble));
+      const auto t = static_cast<c10::ScalarType>(a.constant.toInt());
+      if (t == c10::kFloat || t == working) a.constant = c10::IValue(static_cast<std::int64_t>(c10::kDouble));
     }
   }
   out.source = m.source + " (float64)";

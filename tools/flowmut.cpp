@@ -162,9 +162,12 @@ int run_ops_list(const std::vector<std::string>& dirs, bool json) {
                 std::string(tm::name(op.primitive)).c_str(), tm::origin_text(op).c_str(),
                 op.preserves_values ? "values" : "", tm::params_text(op).c_str());
   const auto cells = tm::cell_counts(ops);
-  std::printf("\n%zu operators from %zu files (the paper's pool: 147); by object x primitive, ours / paper's "
+  std::size_t paper_pool = 0;
+  for (const auto& row : tm::paper_cells)
+    for (auto n : row) paper_pool += n;
+  std::printf("\n%zu operators from %zu files (the paper's pool: %zu); by object x primitive, ours / paper's "
               "Table 1:\n%-10s %10s %10s %10s %10s %10s\n",
-              ops.size(), lp->pool.files, "", "update", "insertion", "deletion", "rewiring", "total");
+              ops.size(), lp->pool.files, paper_pool, "", "update", "insertion", "deletion", "rewiring", "total");
   std::size_t ours_total = 0, paper_total = 0;
   for (int o = 0; o < 4; ++o) {
     std::printf("%-10s", std::string(tm::name(static_cast<tfg::dsl::object_kind>(o))).c_str());

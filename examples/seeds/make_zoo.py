@@ -69,11 +69,14 @@ class RMSNorm(nn.Module):
         return x * torch.rsqrt(var + self.eps) * self.weight
 
 
-def attention(q, k, v, scale, bias=None):
-    """Plain scaled dot-product attention written with matmul/softmax."""
+def attention(q, k, v, scale, bias=None, mask=None):
+    """Plain scaled dot-product attention written with matmul/softmax; `mask` (True = may not
+    attend) fills with -inf before the softmax."""
     att = torch.matmul(q, k.transpose(-2, -1)) * scale
     if bias is not None:
         att = att + bias
+    if mask is not None:
+        att = att.masked_fill(mask, float("-inf"))
     att = att.softmax(dim=-1)
     return torch.matmul(att, v)
 
@@ -108,7 +111,9 @@ class SelfAttention(nn.Module):
 
 
 class CrossAttention(nn.Module):
-    """nn.MultiheadAttention-like attention with separate q/k/v projections."""
+    """nn.MultiheadAttention-like attention with separate q/k/v projections. Keys and values
+    come from `xk` unless `xv` is given (DETR-style layers add position embeddings to the
+    queries and keys only); `mask` as in attention()."""
 
     def __init__(self, dim, heads):
         super().__init__()
@@ -119,14 +124,15 @@ class CrossAttention(nn.Module):
         self.v = nn.Linear(dim, dim)
         self.out = nn.Linear(dim, dim)
 
-    def forward(self, xq, xkv):
+    def forward(self, xq, xk, xv=None, mask=None):
+        xv = xk if xv is None else xv
         b, nq, c = xq.shape
-        nk = xkv.shape[1]
+        nk = xk.shape[1]
         h, hd = self.heads, c // self.heads
         q = self.q(xq).view(b, nq, h, hd).transpose(1, 2)
-        k = self.k(xkv).view(b, nk, h, hd).transpose(1, 2)
-        v = self.v(xkv).view(b, nk, h, hd).transpose(1, 2)
-        o = attention(q, k, v, self.scale)
+        k = self.k(xk).view(b, nk, h, hd).transpose(1, 2)
+        v = self.v(xv).view(b, nk, h, hd).transpose(1, 2)
+        o = attention(q, k, v, self.scale, mask=mask)
         return self.out(o.transpose(1, 2).contiguous().view(b, nq, c))
 
 
@@ -243,12 +249,9 @@ class QwenDecoder(nn.Module):
         self.norm = RMSNorm(d)
         self.lm_head = nn.Linear(d, vocab, bias=False)
         self.lm_head.weight = self.embed_tokens.weight  # tied embeddings (shared storage)
-        hd = d // nh
-        inv_freq = 1.0 / (10000.0 ** (torch.arange(0, hd, 2).float() / hd))
-        freqs = torch.outer(torch.arange(max_pos).float(), inv_freq)
-        emb = torch.cat((freqs, freqs), dim=-1)
-        self.register_buffer("cos_cached", emb.cos())
-        self.register_buffer("sin_cached", emb.sin())
+        cos, sin = rope_tables(d // nh, max_pos, 10000.0)
+        self.register_buffer("cos_cached", cos)
+        self.register_buffer("sin_cached", sin)
         self.register_buffer("causal", torch.ones(max_pos, max_pos, dtype=torch.bool).triu(1))
 
     def forward(self, ids):
@@ -335,16 +338,7 @@ class BertEncoder(nn.Module):
 
 
 def build_bert_encoder():
-    model = BertEncoder()
-    inputs = []
-    for pad in (0, 3, 6):
-        ids = torch.randint(1, 1000, (1, SEQ))
-        mask = torch.ones(1, SEQ, dtype=torch.long)
-        if pad:
-            ids[:, SEQ - pad:] = 0
-            mask[:, SEQ - pad:] = 0
-        inputs.append((ids, mask))
-    return model, inputs
+    return BertEncoder(), [_text_inputs(1, SEQ, (pad,), vocab=1000) for pad in (0, 3, 6)]
 
 
 # ---------------------------------------------------------------------------
@@ -394,7 +388,7 @@ class DiT(nn.Module):
         self.x_embedder = nn.Conv2d(in_ch, d, patch, patch)
         self.t_embedder = TimestepEmbedder(d)
         g = size // patch
-        self.register_buffer("pos_embed", self._pos_embed(d, g).unsqueeze(0))
+        self.register_buffer("pos_embed", sine_pos_2d(g, g, d).unsqueeze(0))
         self.blocks = nn.ModuleList([DiTBlock(d, heads) for _ in range(depth)])
         self.norm_final = nn.LayerNorm(d, elementwise_affine=False, eps=1e-6)
         self.linear = nn.Linear(d, patch * patch * in_ch)
@@ -405,17 +399,6 @@ class DiT(nn.Module):
             for blk in self.blocks:
                 nn.init.normal_(blk.adaLN_modulation[1].weight, std=0.05)
             nn.init.normal_(self.adaLN_final[1].weight, std=0.05)
-
-    @staticmethod
-    def _pos_embed(d, g):
-        coords = torch.arange(g, dtype=torch.float32)
-        omega = 1.0 / 10000 ** (torch.arange(d // 4, dtype=torch.float32) / (d / 4.0))
-        gy, gx = torch.meshgrid(coords, coords, indexing="ij")
-        parts = []
-        for grid in (gx.reshape(-1), gy.reshape(-1)):
-            out = torch.outer(grid, omega)
-            parts += [torch.sin(out), torch.cos(out)]
-        return torch.cat(parts, dim=1)
 
     def unpatchify(self, x, h, w):
         n, p, c = x.shape[0], self.patch, self.out_ch
@@ -1454,23 +1437,14 @@ class EncoderLayer(nn.Module):
 
     def __init__(self, d, heads, ffn):
         super().__init__()
-        self.heads = heads
-        self.q = nn.Linear(d, d)
-        self.k = nn.Linear(d, d)
-        self.v = nn.Linear(d, d)
-        self.out = nn.Linear(d, d)
+        self.attn = CrossAttention(d, heads)
         self.norm1 = nn.LayerNorm(d)
         self.ffn = MLP(d, ffn)
         self.norm2 = nn.LayerNorm(d)
 
     def forward(self, x, pos):
-        b, n, c = x.shape
-        h = self.heads
-        q = self.q(x + pos).view(b, n, h, c // h).transpose(1, 2)
-        k = self.k(x + pos).view(b, n, h, c // h).transpose(1, 2)
-        v = self.v(x).view(b, n, h, c // h).transpose(1, 2)
-        o = attention(q, k, v, (c // h) ** -0.5).transpose(1, 2).reshape(b, n, c)
-        x = self.norm1(x + self.out(o))
+        qk = x + pos
+        x = self.norm1(x + self.attn(qk, qk, x))
         return self.norm2(x + self.ffn(x))
 
 
@@ -1639,11 +1613,7 @@ class Mask2FormerDecoderLayer(nn.Module):
 
     def __init__(self, d, heads, ffn):
         super().__init__()
-        self.heads = heads
-        self.cq = nn.Linear(d, d)
-        self.ck = nn.Linear(d, d)
-        self.cv = nn.Linear(d, d)
-        self.cout = nn.Linear(d, d)
+        self.cross_attn = CrossAttention(d, heads)
         self.norm1 = nn.LayerNorm(d)
         self.self_attn = CrossAttention(d, heads)
         self.norm2 = nn.LayerNorm(d)
@@ -1651,16 +1621,7 @@ class Mask2FormerDecoderLayer(nn.Module):
         self.norm3 = nn.LayerNorm(d)
 
     def forward(self, q, query_pos, mem, mem_pos, attn_mask):
-        b, nq, c = q.shape
-        n = mem.shape[1]
-        h, hd = self.heads, c // self.heads
-        qq = self.cq(q + query_pos).view(b, nq, h, hd).transpose(1, 2)
-        kk = self.ck(mem + mem_pos).view(b, n, h, hd).transpose(1, 2)
-        vv = self.cv(mem).view(b, n, h, hd).transpose(1, 2)
-        att = torch.matmul(qq, kk.transpose(-2, -1)) * hd ** -0.5
-        att = att.masked_fill(attn_mask, float("-inf")).softmax(-1)
-        o = torch.matmul(att, vv).transpose(1, 2).reshape(b, nq, c)
-        q = self.norm1(q + self.cout(o))
+        q = self.norm1(q + self.cross_attn(q + query_pos, mem + mem_pos, mem, attn_mask))
         qp = q + query_pos
         q = self.norm2(q + self.self_attn(qp, qp))
         return self.norm3(q + self.ffn(q))

@@ -21,8 +21,9 @@
 /// first operator whose output diverges (localise.hpp) and deduplicated by that operator and
 /// the state class of its inputs. A mutant's disagreement is inherited only when it localises
 /// to the same original node as one of the seed's own (round 0) findings, or is the same
-/// whole-model finding (random-number consumption); everything else is new. Only healthy mutants (legal, no new finding, no new NaN/Inf in the outputs) become
-/// seeds; a corpus of accepted seeds (the original always in it) lets the campaign go back.
+/// whole-model finding (random-number consumption); everything else is new. Only healthy
+/// mutants (legal, no new finding, no new NaN/Inf in the outputs) become seeds; a corpus of
+/// accepted seeds (the original always in it) lets the campaign go back.
 ///
 /// Output folder: campaign.db (SQLite: rounds, findings, metrics, meta), state.json
 /// (checkpoint for --resume), current.pt (the current seed), corpus/ (accepted seeds),

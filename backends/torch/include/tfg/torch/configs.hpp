@@ -40,8 +40,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>

@@ -18,8 +18,7 @@ struct execute_options {
   bool free_dead_values = false;
 };
 
-/// Runs one model op by op. Holds per-edge values of the last run. Not thread-safe.
-/// "1x3x48x48 f32, 1x16 i64": the shapes and dtypes of one input's arguments, for messages.
+/// "1x3x48x48 Float, 1x16 Long": the shapes and dtypes of one input's arguments, for messages.
 [[nodiscard]] inline std::string describe_arguments(const std::vector<c10::IValue>& args) {
   std::string out;
   for (const auto& a : args) {
@@ -40,17 +39,18 @@ struct execute_options {
 /// when its shapes are not the first input's, why a traced seed can refuse them.
 [[nodiscard]] inline model_error input_error(const std::exception& e, const std::vector<std::vector<c10::IValue>>& inputs,
                                              std::size_t k) {
+  const auto these = describe_arguments(inputs[k]);
   std::string msg = e.what();
-  msg += "\n  on profiling input " + std::to_string(k + 1) + " of " + std::to_string(inputs.size()) + " (" +
-         describe_arguments(inputs[k]) + ")";
-  if (k > 0 && describe_arguments(inputs[k]) != describe_arguments(inputs[0]))
-    msg += "; input 1 is " + describe_arguments(inputs[0]) +
+  msg += "\n  on profiling input " + std::to_string(k + 1) + " of " + std::to_string(inputs.size()) + " (" + these + ")";
+  if (const auto first = describe_arguments(inputs[0]); k > 0 && these != first)
+    msg += "; input 1 is " + first +
            ". A traced model keeps the shapes its trace saw wherever its code turned a shape into a number "
            "(torch.jit.trace's TracerWarnings): trace it again for these shapes, script it, or profile with "
            "inputs of the traced shapes";
   return model_error(msg);
 }
 
+/// Runs one model op by op. Holds per-edge values of the last run. Not thread-safe.
 class executor {
  public:
   explicit executor(const model& m, execute_options opt = {}) : m_(m), opt_(opt) {

@@ -240,7 +240,9 @@ inline void describe_node(const model& m, std::size_t position, const edge_value
                                                   const edge_values& b, const std::vector<leaf_traits>& traits) {
   for (auto in : m.graph.inputs(n)) {
     const auto k = graph::index(in);
-    if (!(traits[k].tie || traits[k].selection) || k >= a.at.size() || k >= b.at.size()) continue;
+    // `selection` alone: `tie` also marks element-wise and full-reduction max/min, which select
+    // nothing, so an integer max that differs would pass for a flip.
+    if (!traits[k].selection || k >= a.at.size() || k >= b.at.size()) continue;
     if (!a.at[k].isTensor() || !b.at[k].isTensor()) continue;
     const auto& ia = a.at[k].toTensor();
     const auto& ib = b.at[k].toTensor();

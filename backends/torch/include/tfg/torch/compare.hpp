@@ -199,33 +199,42 @@ struct leaf_traits {
   return cls;
 }
 
-/// leaf_traits of every output leaf path of `m` ("" for a bare value, "1.0", ...): the cone of
-/// the graph output that returns it, walked once per output. O(outputs x cone).
-[[nodiscard]] inline std::map<std::string, leaf_traits> output_traits(const model& m) {
-  std::map<std::string, leaf_traits> out;
+/// leaf_traits of every edge (index = edge index): lowest precision, fixed-geometry reads and
+/// selections in its cone, tie-dependence and uninitialised memory of its producer. One pass
+/// in topological order.
+[[nodiscard]] inline std::vector<leaf_traits> edge_traits(const model& m) {
   const auto& g = m.graph;
-  std::vector<char> is_low_cache(g.node_capacity(), -1);
+  std::vector<leaf_traits> t(g.edge_capacity());
+  for (auto n : g.topological_order()) {
+    leaf_traits node;
+    node.precision = introduced_precision(g, n);
+    node.layout_dependent = reads_fixed_geometry(g.data(n));
+    for (auto e : g.inputs(n)) {
+      const auto& in = t[graph::index(e)];
+      node.precision = lower_precision(node.precision, in.precision);
+      node.layout_dependent = node.layout_dependent || in.layout_dependent;
+      node.selection = node.selection || in.selection;
+    }
+    const bool tie = is_tie_dependent_op(g.data(n).name());
+    node.selection = node.selection || selects_elements(g, n);
+    const bool uninit = is_uninitialised_op(g.data(n).name());
+    for (auto e : g.outputs(n)) {
+      t[graph::index(e)] = node;
+      t[graph::index(e)].tie = tie;
+      t[graph::index(e)].uninitialised = uninit;
+    }
+  }
+  return t;
+}
+
+/// leaf_traits of every output leaf path of `m` ("" for a bare value, "1.0", ...): those of the
+/// graph output edge that returns it (edge_traits).
+[[nodiscard]] inline std::map<std::string, leaf_traits> output_traits(const model& m) {
+  const auto edges = edge_traits(m);
+  std::map<std::string, leaf_traits> out;
   std::function<void(const output_tree&, const std::string&)> walk = [&](const output_tree& t, const std::string& path) {
     if (t.how == output_tree::form::edge) {
-      leaf_traits tr;
-      const auto p = g.producer(t.edge);
-      tr.tie = p != graph::no_node && is_tie_dependent_op(g.data(p).name());
-      tr.uninitialised = p != graph::no_node && is_uninitialised_op(g.data(p).name());
-      std::vector<char> seen(g.node_capacity(), 0);
-      std::vector<graph::node_id> stack;
-      if (p != graph::no_node) stack.push_back(p);
-      while (!stack.empty()) {
-        const auto n = stack.back();
-        stack.pop_back();
-        if (seen[graph::index(n)]) continue;
-        seen[graph::index(n)] = 1;
-        if (reads_fixed_geometry(g.data(n))) tr.layout_dependent = true;
-        if (selects_elements(g, n)) tr.selection = true;
-        tr.precision = lower_precision(tr.precision, introduced_precision(g, n));
-        for (auto e : g.inputs(n))
-          if (auto q = g.producer(e); q != graph::no_node && !seen[graph::index(q)]) stack.push_back(q);
-      }
-      out[path] = tr;
+      out[path] = edges[graph::index(t.edge)];
     } else if (t.how == output_tree::form::list || t.how == output_tree::form::tuple) {
       for (std::size_t i = 0; i < t.items.size(); ++i) walk(t.items[i], ivalue::child_path(path, i));
     }

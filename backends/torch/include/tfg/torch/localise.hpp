@@ -103,33 +103,6 @@ namespace localise_detail {
   return out;
 }
 
-/// leaf_traits of every edge (index = edge index): lowest precision and fixed-geometry reads
-/// in its cone, tie-dependence of its producer. One pass in topological order.
-[[nodiscard]] inline std::vector<leaf_traits> edge_traits(const model& m) {
-  const auto& g = m.graph;
-  std::vector<leaf_traits> t(g.edge_capacity());
-  for (auto n : g.topological_order()) {
-    leaf_traits node;
-    node.precision = introduced_precision(g, n);
-    node.layout_dependent = reads_fixed_geometry(g.data(n));
-    for (auto e : g.inputs(n)) {
-      const auto& in = t[graph::index(e)];
-      node.precision = lower_precision(node.precision, in.precision);
-      node.layout_dependent = node.layout_dependent || in.layout_dependent;
-      node.selection = node.selection || in.selection;
-    }
-    const bool tie = is_tie_dependent_op(g.data(n).name());
-    node.selection = node.selection || selects_elements(g, n);
-    const bool uninit = is_uninitialised_op(g.data(n).name());
-    for (auto e : g.outputs(n)) {
-      t[graph::index(e)] = node;
-      t[graph::index(e)].tie = tie;
-      t[graph::index(e)].uninitialised = uninit;
-    }
-  }
-  return t;
-}
-
 /// The kind of the node at `position` and the state class of its inputs (from `values`).
 inline void describe_node(const model& m, std::size_t position, const edge_values& values, campaign::located& out) {
   const auto& g = m.graph;

@@ -66,6 +66,17 @@ struct compare_args {
   bool resume = false;
 };
 
+struct legality_args {
+  std::vector<std::string> models;  // seed .pt files and folders of them
+  std::vector<std::string> op_dirs;
+  std::size_t sample = 1000;
+  std::uint64_t seed = 1;
+  int jobs = 1;
+  int timeout_s = 60;
+  std::string json;  // --json: every labelled candidate
+  bool quiet = false;
+};
+
 int run_campaign_command(run_args a, const std::string& self_exe);
 int run_compare_command(compare_args a, const std::string& self_exe);
 int run_worker_command(const std::string& dir);
@@ -76,6 +87,7 @@ int run_reduce_command(const std::string& dir, const std::string& self_exe, int 
                        const std::string& python, bool run_repro, double budget_s = 0, bool build_cpp = true);
 int run_report_command(const std::string& dir);
 int run_fuzz_command(fuzz_args a, const std::string& self_exe);
+int run_legality_command(const legality_args& a);
 int run_merge_command(const std::vector<std::string>& dirs, const std::string& out);
 /// The Python that runs repro.py: $TFG_PYTHON, else /usr/bin/python3 (Debian's, with torch), else python3.
 std::string default_python();

@@ -6,6 +6,7 @@
 #include <tfg/torch/ops_check.hpp>
 #include <tfg/torch/torch.hpp>
 #include <tfg/torch/configs.hpp>
+#include <tfg/torch/backend.hpp>
 #include <tfg/version.hpp>
 #include <tfg/campaign/fuzz.hpp>
 
@@ -156,11 +157,12 @@ int run_ops_list(const std::vector<std::string>& dirs, bool json) {
     return 0;
   }
   namespace tm = tfg::match;
-  std::printf("%-40s %-9s %-10s %-22s %-9s %s\n", "operator", "object", "primitive", "origin", "preserves", "parameters");
+  std::printf("%-40s %-9s %-10s %-22s %-9s %-8s %s\n", "operator", "object", "primitive", "origin", "preserves",
+              "requires", "parameters");
   for (const auto& op : ops)
-    std::printf("%-40s %-9s %-10s %-22s %-9s %s\n", op.name.c_str(), std::string(tm::name(op.object)).c_str(),
+    std::printf("%-40s %-9s %-10s %-22s %-9s %-8s %s\n", op.name.c_str(), std::string(tm::name(op.object)).c_str(),
                 std::string(tm::name(op.primitive)).c_str(), tm::origin_text(op).c_str(),
-                op.preserves_values ? "values" : "", tm::params_text(op).c_str());
+                op.preserves_values ? "values" : "", op.requires_device.c_str(), tm::params_text(op).c_str());
   const auto cells = tm::cell_counts(ops);
   std::size_t paper_pool = 0;
   for (const auto& row : tm::paper_cells)
@@ -189,9 +191,17 @@ int run_ops_check(const std::vector<std::string>& dirs, bool verbose) {
   auto lp = load_operators(dirs);
   if (!lp) return 1;
   std::size_t total = 0, passed = 0, skipped = 0;
+  const tfg::torch::backend be;
   for (const auto& op : lp->pool.operators) {
     for (const auto& ex : op.ast->examples) {
       ++total;
+      if (!op.requires_device.empty() && !be.device_available(op.requires_device)) {
+        ++passed;
+        ++skipped;
+        if (verbose)
+          std::cout << op.file << ":" << ex.loc.line << ": skipped: " << op.name << " requires " << op.requires_device << "\n";
+        continue;
+      }
       auto r = tfg::torch::run_example(op, ex, lp->symbols, lp->pool.requirements, lp->context.get());
       passed += r.passed;
       skipped += r.skipped;
@@ -202,7 +212,7 @@ int run_ops_check(const std::vector<std::string>& dirs, bool verbose) {
   }
   std::cout << passed << " of " << total << " examples of " << lp->pool.operators.size()
             << " operators behave as declared";
-  if (skipped) std::cout << " (" << skipped << " skipped: no CUDA device)";
+  if (skipped) std::cout << " (" << skipped << " skipped: they need a CUDA device this machine lacks)";
   std::cout << "\n";
   return passed == total ? 0 : 1;
 }
@@ -211,6 +221,9 @@ int run_candidates(const std::string& model_path, const std::string& inputs_path
                    bool probe) {
   auto lp = load_operators(dirs);
   if (!lp) return 1;
+  const tfg::torch::backend be;
+  if (const auto n = tfg::match::keep_available(lp->pool, [&](std::string_view d) { return be.device_available(d); }))
+    std::printf("%zu operator(s) skipped: they require a device this machine lacks\n", n);
   auto m = tfg::torch::torchscript_importer().load(model_path);
   auto inputs = inputs_for(m, model_path, inputs_path, 0, {});
   auto prof = tfg::torch::profiler({c10::Device(c10::kCPU), true, false, false}).run(m, inputs);
@@ -346,6 +359,20 @@ int main(int argc, char** argv) {
   cand->add_option("--inputs", cand_inputs, "profiling inputs")->check(CLI::ExistingFile);
   cand->add_option("--ops", op_dirs, "operator folders (default: the bundled operators/)");
   cand->add_flag("--probe", cand_probe, "apply every retained candidate and check the mutant's legality");
+
+  legality_args la;
+  auto* legality = app.add_subcommand("legality", "label pre-filter candidates by running them; the constraint system's "
+                                                  "retention, legal-mutant rate and confusion table, with each group switched off");
+  legality->add_option("models", la.models, "seed .pt files and folders of them")->required()->check(CLI::ExistingPath);
+  legality->add_option("--sample", la.sample, "pre-filter candidates to draw (stratified by operator)")->default_val(1000)
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000}));
+  legality->add_option("--seed", la.seed, "sampling seed")->default_val(1)->check(seed_range);
+  legality->add_option("--ops", la.op_dirs, "operator folders (default: the bundled operators/)");
+  legality->add_option("-j,--jobs", la.jobs, "candidates labelled at a time")->default_val(1)->check(CLI::Range(1, 256));
+  legality->add_option("--timeout", la.timeout_s, "seconds one label may take before it counts as illegal (a hang)")
+      ->default_val(60)->check(CLI::Range(1, 86400));
+  legality->add_option("--json", la.json, "write every labelled candidate and the table as JSON");
+  legality->add_flag("-q,--quiet", la.quiet, "no progress line");
 
   auto* configs = app.add_subcommand("configs", "list the execution configurations and whether this machine has them");
 
@@ -491,6 +518,7 @@ int main(int argc, char** argv) {
     if (*reduce)
       return run_reduce_command(reduce_dir, self_exe, reduce_timeout, reduce_rss_mb, reduce_python, !reduce_no_run, 0, !reduce_no_cpp);
     if (*cmp) return run_compare_command(ca, self_exe);
+    if (*legality) return run_legality_command(la);
     if (*merge) return run_merge_command(merge_dirs, merge_out);
     if (*fuzz) {
       if (fa.seeds.empty() && !fa.resume) {

@@ -87,6 +87,7 @@ concept backend = requires(B& b, const B& cb, const typename B::model_type& m, t
   { b.metrics_space(universe) } -> std::same_as<metrics::test_space>;
   { b.requirement_universe(path) } -> std::same_as<std::vector<std::string>>;
   { cb.configs() } -> std::same_as<std::vector<config_desc>>;
+  { cb.device_available(std::string_view()) } -> std::convertible_to<bool>;  ///< "cuda": operators that require it run
 };
 
 /// Compile-time check with one line naming the concept.

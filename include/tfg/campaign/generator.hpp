@@ -18,6 +18,7 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -126,6 +127,8 @@ class generator {
       for (const auto& d : pool.diagnostics) msg += d;
       throw std::runtime_error(msg);
     }
+    // Operators whose device is absent are skipped, not executed (`requires cuda`).
+    match::keep_available(pool, [&](std::string_view d) { return std::as_const(backend).device_available(d); });
     return pool;
   }
   generator(const generator&) = delete;

@@ -255,6 +255,9 @@ struct operator_decl {
   std::optional<origin_info> origin;
   value_claim values;
   std::optional<symbol> anchor;
+  /// `requires cuda`: the operator's mutation means something only on that device (a cuDNN
+  /// flag, a TF32 switch); where the device is absent it is skipped, not executed.
+  std::optional<symbol> requires_device;
 
   std::vector<param_decl> params;
   std::optional<pattern_block> pattern;  ///< absent: the pattern is the anchor edge alone

@@ -63,6 +63,7 @@ enum class errc : std::uint16_t {
   bad_pool_path = 48,
   empty_pool = 49,
   unknown_backend_op = 50,
+  bad_requires = 51,
 };
 
 /// Which pass reports a code: `parse` (lexing, X3 grammar, header/block folding) or
@@ -81,7 +82,7 @@ struct error_code_info {
   bool testable;
 };
 
-inline constexpr std::array<error_code_info, 51> error_codes{{
+inline constexpr std::array<error_code_info, 52> error_codes{{
     {errc::internal, "E000", "internal error in the DSL front end (please report)", diag_phase::parse, false},
     {errc::syntax, "E001", "syntax error: unexpected token", diag_phase::parse, true},
     {errc::unbalanced_braces, "E002", "unterminated block or unmatched '}'", diag_phase::parse, true},
@@ -133,6 +134,7 @@ inline constexpr std::array<error_code_info, 51> error_codes{{
     {errc::bad_pool_path, "E048", "an operator path is neither a folder nor a .tfg file", diag_phase::parse, false},
     {errc::empty_pool, "E049", "an operator path holds no declaration", diag_phase::parse, false},
     {errc::unknown_backend_op, "E050", "an op the backend does not have (reported by ops check and at instantiation)", diag_phase::check, false},
+    {errc::bad_requires, "E051", "unknown device in a 'requires' clause", diag_phase::parse, true},
 }};
 
 /// The table row of `e`. Precondition: `e` is an enumerator (the table is dense).

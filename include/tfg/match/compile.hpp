@@ -145,6 +145,7 @@ struct compiled_operator {
   dsl::primitive_kind primitive = dsl::primitive_kind::update;
   bool preserves_values = false;
   std::optional<double> atol, rtol;
+  std::string requires_device;  ///< "cuda" for `requires cuda`; "" when any machine will do
 
   std::vector<std::string> values;      ///< value slots: pattern values first, then replacement
   std::uint32_t pattern_value_count = 0;
@@ -244,6 +245,7 @@ class compiler {
     c.preserves_values = op.values.preserves;
     c.atol = op.values.atol;
     c.rtol = op.values.rtol;
+    if (op.requires_device) c.requires_device = op.requires_device->text;
     c.ast = std::make_shared<dsl::operator_decl>(op);
     values_.clear();
     params_.clear();

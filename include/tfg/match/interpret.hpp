@@ -97,6 +97,10 @@ struct env {
     if (t.k != vk::tensor) return nullptr;
     auto const* p = profile(t.slot, t.e);
     if (!p || run >= p->runs.size()) return nullptr;
+    // An int, float, bool or None edge has no tensor state: `layout(%x) == strided` must not
+    // hold for the `16` a `aten::size` returned.
+    auto const k = p->runs[run].kind;
+    if (k != state::value_kind::tensor && k != state::value_kind::tensor_list) return nullptr;
     return &p->runs[run];
   }
 };

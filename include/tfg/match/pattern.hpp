@@ -3,6 +3,7 @@
 /// The pattern matcher around an anchor edge and the staged candidate check of dsl/spec.md
 /// section 10 (pattern, sampling, input / internal / output constraints, deferred conditions),
 /// plus the evaluation of replacement template expressions.
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <random>
@@ -303,8 +304,13 @@ template <match_adapter A, class URBG>
 [[nodiscard]] reject_stage evaluate_constraints(compiled_operator const& op, A const& a, bindings& b, URBG& rng,
                                                 workspace& ws);
 
+template <match_adapter A>
+[[nodiscard]] bool same_on_every_run(compiled_operator const& op, A const& a, bindings const& b, workspace& ws);
+
 /// `evaluate_constraints` without the sampling: the parameters in `b` are used as they are
-/// (for example values chosen by an exhaustive enumeration of small domains).
+/// (for example values chosen by an exhaustive enumeration of small domains). The internal
+/// stage also rejects a replacement that would bake one run's state into the mutant
+/// (`same_on_every_run`).
 template <match_adapter A>
 [[nodiscard]] reject_stage check_constraints(compiled_operator const& op, A const& a, bindings const& b,
                                              workspace& ws) {
@@ -313,6 +319,7 @@ template <match_adapter A>
     if (!holds(c, E, ws)) return reject_stage::input;
   for (auto const& c : op.internal)
     if (!c.needs_probe && !holds(c, E, ws)) return reject_stage::internal;
+  if (!same_on_every_run(op, a, b, ws)) return reject_stage::internal;
   for (auto const& c : op.output)
     if (!c.needs_probe && !holds(c, E, ws)) return reject_stage::output;
   return reject_stage::accepted;
@@ -347,6 +354,51 @@ template <match_adapter A>
   for (auto const& c : op.output)
     if (c.needs_probe && !holds(c, E, ws)) return reject_stage::output;
   return reject_stage::accepted;
+}
+
+template <match_adapter A>
+[[nodiscard]] std::optional<attr_value> evaluate_value(program const& p, compiled_operator const& op, A const& a,
+                                                       bindings const& b, std::size_t run, workspace& ws);
+
+/// Whether the replacement of `op` means the same thing on every profiling run: an argument
+/// computed from the seed's state (`dim(%y, -1)`, `shape(%y)`) becomes a constant of the
+/// mutant, read from the first run, and a shape helper bakes its pattern value's first shape
+/// (`tfg::reshape_like` all of it, `tfg::revert_shape` every dim but the batch dim); where the runs disagree (a batch of two, a smaller image) that constant
+/// is wrong for the others and the mutant fails or computes something else on them. Decided
+/// before execution from F(e): a candidate that fails it is rejected at `internal`.
+template <match_adapter A>
+[[nodiscard]] bool same_on_every_run(compiled_operator const& op, A const& a, bindings const& b, workspace& ws) {
+  auto const E = make_env(op, a, b);
+  auto invariant = [&](program const& p) {
+    if (!p.reads_state) return true;
+    std::size_t const runs = detail::run_count(p, E);
+    if (runs < 2) return true;
+    auto const first = evaluate_value(p, op, a, b, 0, ws);
+    for (std::size_t r = 1; r < runs; ++r)
+      if (evaluate_value(p, op, a, b, r, ws) != first) return false;
+    return true;
+  };
+  for (auto const& rn : op.replacement.nodes) {
+    for (auto const& t : rn.args)
+      if (t.k == template_arg::kind::expr && t.expr && !invariant(*t.expr)) return false;
+    // reshape_like bakes the whole shape of its pattern value; revert_shape pads or crops to
+    // it every dim but the batch dim, from amounts computed on the first run.
+    bool const reshape = rn.op == "tfg::reshape_like", revert = rn.op == "tfg::revert_shape";
+    if (rn.helper && (reshape || revert) && rn.args.size() > 1 && rn.args[1].k == template_arg::kind::value &&
+        rn.args[1].slot < op.pattern_value_count) {
+      auto const e = b.values[rn.args[1].slot];
+      if (e == graph::no_edge) continue;
+      auto const& runs = a.profile(e).runs;
+      for (std::size_t r = 1; r < runs.size(); ++r) {
+        auto const &x = runs[r].shape, &y = runs[0].shape;
+        if (reshape ? x != y : (x.size() != y.size() || !std::equal(x.begin() + (x.empty() ? 0 : 1), x.end(), y.begin() + (y.empty() ? 0 : 1))))
+          return false;
+      }
+    }
+  }
+  for (auto const& rw : op.replacement.rewires)
+    if (rw.which && rw.which->k == template_arg::kind::expr && rw.which->expr && !invariant(*rw.which->expr)) return false;
+  return true;
 }
 
 /// Evaluates a value expression of a replacement template (`template_arg::expr`) on run

@@ -17,6 +17,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -32,8 +33,30 @@ struct pool {
   std::vector<std::string> diagnostics;      ///< formatted: "file:line:col: error[E...]: ..." + snippet
   std::size_t files = 0;                     ///< files read
   std::size_t errors = 0;                    ///< error diagnostics
+  /// Operators `keep_available` took out: their `requires` device is absent here.
+  std::vector<compiled_operator> unavailable;
   [[nodiscard]] bool ok() const noexcept { return errors == 0; }
 };
+
+/// Moves every operator whose `requires` device `available(device)` denies from
+/// `p.operators` to `p.unavailable` (order kept), so that it is skipped rather than executed
+/// where its mutation means nothing. Returns the number moved.
+template <class Pred>
+std::size_t keep_available(pool& p, Pred&& available) {
+  std::size_t moved = 0;
+  std::vector<compiled_operator> kept;
+  kept.reserve(p.operators.size());
+  for (auto& op : p.operators) {
+    if (!op.requires_device.empty() && !available(std::string_view(op.requires_device))) {
+      p.unavailable.push_back(std::move(op));
+      ++moved;
+    } else {
+      kept.push_back(std::move(op));
+    }
+  }
+  p.operators = std::move(kept);
+  return moved;
+}
 
 namespace detail {
 inline bool under_requirements(std::filesystem::path const& rel) {

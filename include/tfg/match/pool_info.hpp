@@ -54,8 +54,8 @@ inline constexpr cell_table paper_cells{{{8, 4, 0, 0}, {38, 4, 1, 0}, {44, 6, 3,
   return t;
 }
 
-/// The pool as a JSON array of {name, object, primitive, origin, preserves_values, parameters,
-/// file}, one operator per line.
+/// The pool as a JSON array of {name, object, primitive, origin, preserves_values, requires
+/// (a device, or ""), parameters, file}, one operator per line.
 inline void write_json(std::ostream& os, std::span<const compiled_operator> ops) {
   os << "[";
   for (std::size_t i = 0; i < ops.size(); ++i) {
@@ -64,7 +64,9 @@ inline void write_json(std::ostream& os, std::span<const compiled_operator> ops)
     json::write_string(os, op.name);
     os << ",\"object\":\"" << name(op.object) << "\",\"primitive\":\"" << name(op.primitive) << "\",\"origin\":";
     json::write_string(os, origin_text(op));
-    os << ",\"preserves_values\":" << (op.preserves_values ? "true" : "false") << ",\"parameters\":[";
+    os << ",\"preserves_values\":" << (op.preserves_values ? "true" : "false") << ",\"requires\":";
+    json::write_string(os, op.requires_device);
+    os << ",\"parameters\":[";
     for (std::size_t k = 0; k < op.params.size(); ++k) {
       os << (k ? "," : "");
       json::write_string(os, op.params[k].name);

@@ -453,7 +453,7 @@ inline auto const clause_start = [](auto& c) {
   _val(c).keyword = state(c).loc(_attr(c));
 };
 inline auto const clause_word = [](auto& c) { _val(c).word = std::move(_attr(c)); };
-inline auto const header_keyword = kw("object") | kw("primitive") | kw("origin") | kw("preserves") | kw("anchor");
+inline auto const header_keyword = kw("object") | kw("primitive") | kw("origin") | kw("preserves") | kw("anchor") | kw("requires");
 
 inline auto const header_clause_def =
     x3::raw[(x3::raw[kw("object")][clause_start<clause_kind::object>] > named("object kind", sym)[clause_word]) |
@@ -466,7 +466,9 @@ inline auto const header_clause_def =
              -(kw("within")[([](auto& c) { _val(c).within = true; })] >
                named("tolerance ('atol=<number>' or 'rtol=<number>')",
                      tolerance_r[([](auto& c) { _val(c).tolerances.push_back(std::move(_attr(c))); })] % ','))) |
-            (x3::raw[kw("anchor")][clause_start<clause_kind::anchor>] > value_sym[clause_word])][set_loc];
+            (x3::raw[kw("anchor")][clause_start<clause_kind::anchor>] > value_sym[clause_word]) |
+            (x3::raw[kw("requires")][clause_start<clause_kind::requires_device>] >
+             named("device ('cuda')", sym)[clause_word])][set_loc];
 
 inline auto const tolerance_r_def = named("tolerance name", sym) > '=' > expression;
 
@@ -482,7 +484,7 @@ inline auto const operator_r_def =
       _val(c).loc = st.span(st.loc(st.item_begin, st.item_begin + 8), _val(c).name.loc);
     })] >
     *(header_clause[([](auto& c) { fold_clause(_val(c), _attr(c), state(c)); })]) >
-    named("header clause ('object', 'primitive', 'origin', 'preserves', 'anchor') or '{'", lit('{')) >
+    named("header clause ('object', 'primitive', 'origin', 'preserves', 'anchor', 'requires') or '{'", lit('{')) >
     *(param_r[([](auto& c) { _val(c).params.push_back(std::move(_attr(c))); })] |
       pattern_r[([](auto& c) { fold_pattern(_val(c), std::move(_attr(c)), state(c)); })] |
       require_r[([](auto& c) { fold_require(_val(c), std::move(_attr(c)), state(c)); })] |

@@ -294,6 +294,17 @@ inline void fold_clause(operator_decl& op, raw_clause& c, parse_state& st) {
       }
       return;
     }
+    case clause_kind::requires_device: {
+      if (!st.first_time("requires", c.keyword)) return;
+      if (c.word.text != "cuda") {
+        st.error(errc::bad_requires, c.word.loc, "unknown device '" + c.word.text + "' in 'requires'",
+                 {{"expected 'cuda' (every machine has a cpu: an operator that needs only the cpu says nothing)",
+                   std::nullopt}});
+        return;
+      }
+      op.requires_device = c.word;
+      return;
+    }
     case clause_kind::anchor: {
       if (!st.first_time("anchor", c.keyword)) return;
       op.anchor = c.word;

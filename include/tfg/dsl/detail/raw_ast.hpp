@@ -16,7 +16,7 @@ struct raw_tolerance {
   expr value;
 };
 
-enum class clause_kind : std::uint8_t { object, primitive, origin, preserves, anchor };
+enum class clause_kind : std::uint8_t { object, primitive, origin, preserves, anchor, requires_device };
 
 /// One operator header clause as written.
 struct raw_clause {

@@ -181,6 +181,9 @@ class backend {
   [[nodiscard]] std::vector<std::string> requirement_universe(const std::filesystem::path& dir) const {
     return universe_from_requirements(dir);
   }
+  /// Whether operators that `require` device `d` can run here: cpu always, cuda when LibTorch
+  /// sees a device.
+  [[nodiscard]] bool device_available(std::string_view d) const { return d == "cpu" || (d == "cuda" && compat::cuda_available()); }
   [[nodiscard]] std::vector<campaign::config_desc> configs() const {
     std::vector<campaign::config_desc> out;
     for (const auto& c : list_configs())

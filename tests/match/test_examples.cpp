@@ -27,7 +27,8 @@ std::string stage_name(dsl::stage s) {
 
 TEST_CASE("match: the operator pool loads and the reference operators' examples behave as declared") {
   match::symbol_table syms;
-  auto const pool = match::load_pool({tfg_test::source_dir() / "operators"}, syms, externs());
+  auto const pool = match::load_pool({tfg_test::source_dir() / "operators", tfg_test::source_dir() / "operators" / "extra"},
+                                     syms, externs());
   for (auto const& d : pool.diagnostics) MESSAGE(d);
   std::set<std::string> const reference = {"break_alias_with_clone", "swap_activation", "explicit_dtype_roundtrip",
                                            "insert_identity_residual", "insert_pool_with_shape_revert"};

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include "../dsl/dsl_test_util.hpp"
 #include "match_test_util.hpp"
 #include "tfg/match/pool.hpp"
+#include "tfg/match/pool_info.hpp"
 
 // Its own namespace: the suite is a unity build (tests/CMakeLists.txt).
 namespace tfg_test_match_pool {
@@ -52,6 +54,26 @@ TEST_CASE("pool: a single .tfg file is an operator path") {
   CHECK(p.files == 1);
   REQUIRE(p.operators.size() == 1);
   CHECK(p.operators.front().name == "adaptive_avg_pool_to_mean");
+}
+
+TEST_CASE("pool: the bundled pool is the paper's Table 1; operators/extra is read only when given") {
+  match::symbol_table syms;
+  auto const root = tfg_test::source_dir() / "operators";
+  auto const bundled = match::load_pool({root}, syms, externs());
+  for (auto const& d : bundled.diagnostics) MESSAGE(d);
+  REQUIRE(bundled.ok());
+  CHECK(bundled.operators.size() == 147);
+  CHECK(match::cell_counts(bundled.operators) == match::paper_cells);
+  std::set<std::string> names;
+  for (auto const& op : bundled.operators) names.insert(op.name);
+  CHECK(names.count("delete_identity_op") == 0);  // in operators/extra/
+  match::symbol_table syms2;
+  auto const both = match::load_pool({root, root / "extra"}, syms2, externs());
+  REQUIRE(both.ok());
+  CHECK(both.operators.size() > bundled.operators.size());
+  bool extra_seen = false;
+  for (auto const& op : both.operators) extra_seen = extra_seen || op.name == "delete_identity_op";
+  CHECK(extra_seen);
 }
 
 TEST_CASE("pool: a missing path or another kind of file is E048") {

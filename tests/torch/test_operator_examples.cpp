@@ -68,7 +68,9 @@ TEST_CASE("operator examples: every example graph builds and runs op by op") {
 TEST_CASE("operator examples: every example matches or is rejected as declared") {
   tfg::match::symbol_table symbols;
   auto context = std::make_shared<tt::extern_context>();
-  auto pool = tfg::match::load_pool({fs::path(TFG_SOURCE_DIR) / "operators"}, symbols, tt::torch_externs(context));
+  // The bundled pool and the opt-in operators of operators/extra.
+  auto pool = tfg::match::load_pool({fs::path(TFG_SOURCE_DIR) / "operators", fs::path(TFG_SOURCE_DIR) / "operators" / "extra"},
+                                    symbols, tt::torch_externs(context));
   for (const auto& d : pool.diagnostics) MESSAGE(d);
   REQUIRE(pool.ok());
   std::set<std::string> known;

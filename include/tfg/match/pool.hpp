@@ -64,9 +64,15 @@ inline bool under_requirements(std::filesystem::path const& rel) {
     if (part == "requirements") return true;
   return false;
 }
+inline bool names_extra(std::filesystem::path const& p) {
+  for (auto const& part : p)
+    if (part == "extra") return true;
+  return false;
+}
 }  // namespace detail
 
-/// Loads every `*.tfg` under `dirs` (recursively, sorted by path). Files under a
+/// Loads every `*.tfg` under `dirs` (recursively, sorted by path; an `extra/` folder below a
+/// given folder is skipped unless it is given itself: its operators are opt-in). Files under a
 /// `requirements/` folder are read first and contribute `requirement` declarations; the
 /// other files contribute operators (and any requirements they declare). A file with parse,
 /// check or compile errors contributes nothing; an operator whose name an earlier file
@@ -91,8 +97,15 @@ inline bool under_requirements(std::filesystem::path const& rel) {
         ++out.errors;
         continue;
       }
+      // An `extra/` folder below the given one holds opt-in operators: it is read only when
+      // named itself (`--ops operators/extra`), never on the way through `operators/`.
+      bool const opted_in = detail::names_extra(dir.lexically_normal());
       for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
            !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+        if (!opted_in && it->is_directory() && it->path().filename() == "extra") {
+          it.disable_recursion_pending();
+          continue;
+        }
         if (!it->is_regular_file() || it->path().extension() != ".tfg") continue;
         (detail::under_requirements(std::filesystem::relative(it->path(), dir)) ? req_files : op_files)
             .push_back(it->path());

@@ -288,6 +288,8 @@ int run_repro_command(const std::string& dir, const std::string& self_exe, int t
     if (f.where.localised)
       std::printf("\n    localised to %s (position %lld), inputs %s", f.where.culprit_op.c_str(),
                   static_cast<long long>(f.where.position), f.where.inputs.c_str());
+    else if (!f.where.note.empty())
+      std::printf("\n    not localised: %s", f.where.note.substr(0, 300).c_str());
   }
   if (meta.value("kind", "") == "performance" && o.reply)
     for (const auto& c : o.reply->results) std::printf("\n  %-20s %8.1f ms", c.config.c_str(), c.wall_ms);

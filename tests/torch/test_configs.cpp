@@ -476,4 +476,22 @@ TEST_CASE("config zoo calibration: seed-level false alarms per (k, floor) choice
   }
 }
 
+TEST_CASE("judge: empty float outputs compare as equal with float64 and peers, without an exception") {
+  // An empty slice on a localisation trace once threw from max() of an empty tensor ("a
+  // localisation step failed"), which left a finding named after the mutation.
+  auto run = [](std::string config, at::ScalarType t) {
+    tt::run_result r;
+    r.config = std::move(config);
+    r.outputs.push_back({tt::output_leaf{"", c10::IValue(at::zeros({0, 4}, t))}});
+    return r;
+  };
+  const auto a = run("eager_op_by_op", at::kFloat), b = run("frozen_optimized", at::kFloat),
+             p = run("graph_executor", at::kFloat), r64 = run("float64_reference", at::kDouble);
+  const tt::run_result* peers[] = {&p};
+  const auto vs = tt::compare_runs(a, b, {}, nullptr, &r64, peers);
+  REQUIRE(vs.size() == 1);
+  INFO(vs[0].message);
+  CHECK(vs[0].kind == verdict_kind::equal);
+}
+
 }  // namespace tfg_test_torch_configs

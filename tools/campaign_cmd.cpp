@@ -293,7 +293,10 @@ int run_repro_command(const std::string& dir, const std::string& self_exe, int t
   }
   if (meta.value("kind", "") == "performance" && o.reply)
     for (const auto& c : o.reply->results) std::printf("\n  %-20s %8.1f ms", c.config.c_str(), c.wall_ms);
-  std::printf("\nreproduced: %s\n", r.reproduced ? "yes" : "no");
+  std::printf("\nreproduced: %s%s\n", r.reproduced ? "yes" : "no",
+              r.relocalised ? " (localised again: the campaign's localisation had failed on a step, so the finding "
+                              "was recorded under the mutation's operator)"
+                            : "");
   return r.reproduced ? 0 : 1;
 }
 

@@ -27,6 +27,9 @@ struct replay_result {
   run_outcome outcome;                    ///< of the main run (or of the nan_check)
   std::vector<observed_finding> observed;  ///< what it shows of the finding's kind and pair
   std::string error;                       ///< the folder could not be replayed: why
+  /// The recorded localisation had failed on a step and was done again: the finding shows up
+  /// (same kind and pair) under the operator it localises to now, not the recorded key.
+  bool relocalised = false;
 };
 
 /// Replays the finding in `dir` with `worker_exe` (serving `worker --dir D`). `nan_rules`:
@@ -120,14 +123,19 @@ template <class Backend>
     for (const auto& c : backend.configs()) perf.reference[c.name] = c.reference;
     const bool process = out.outcome.process_failed();
     const bool localised = meta.contains("localisation") && meta["localisation"].value("localised", false);
+    // A localisation that failed on a step (a tool error, perhaps fixed since) is tried again;
+    // one that found nothing to localise is not.
+    const bool step_failed = meta.contains("localisation") &&
+                             meta["localisation"].value("note", "").rfind("a localisation step failed", 0) == 0;
     // A crash keeps its recorded attribution (bisecting it again costs a worker per step).
-    const attributor at = process || !localised
+    const attributor at = process || (!localised && !step_failed)
                               ? fixed_attribution(fallback)
                               : localising_attributor<Backend>(req, fallback, backend.configs(), step);
     for (auto& f : findings_of(out.outcome, at, &perf, finding_filter{&sig}))
       out.observed.push_back(std::move(f));
     for (const auto& f : out.observed)
       if (f.signature.key() == key) out.reproduced = true;
+    if (!out.reproduced && step_failed && !out.observed.empty()) out.reproduced = out.relocalised = true;
   }
   if (w) w->shutdown();
   std::error_code ec;

@@ -132,6 +132,38 @@ TEST_CASE("localise: a defect of the graph executor deep in a 150-node model is 
   CHECK(static_cast<double>(runs) <= 2 * std::log2(n) + 2);
 }
 
+TEST_CASE("localise: a cut with a tensor-list edge before a tensor edge compares each edge with its own value") {
+  // x -> chunk (a list of two) -> cat -> sin: cut at the chunk and at the sin. The
+  // configurations agree; pairing the cut's flattened outputs with its edges by position once
+  // compared the chunk's list with its first tensor ("tensor lists of different length") and
+  // the sin with the second chunk, and named aten::chunk (the tiny_mix demo's second finding,
+  // really F1 at a relu).
+  auto g = std::make_shared<::torch::jit::Graph>();
+  ::torch::jit::parseIR(R"IR(
+graph(%x : Tensor):
+  %two : int = prim::Constant[value=2]()
+  %zero : int = prim::Constant[value=0]()
+  %l : Tensor[] = aten::chunk(%x, %two, %zero)
+  %c : Tensor = aten::cat(%l, %zero)
+  %s : Tensor = aten::sin(%c)
+  return (%s))IR",
+                        g.get());
+  const auto m = tt::torchscript_importer::from_graph(*g, "chunk.ir");
+  const auto& order = m.graph.topological_order();
+  std::vector<tc::cut_edge> cut;
+  for (std::uint32_t p = 0; p < order.size(); ++p) {
+    const auto k = m.graph.data(order[p]).name();
+    if (k == "aten::chunk" || k == "aten::sin") cut.push_back({p, -1});
+  }
+  REQUIRE(cut.size() == 2);
+  const std::vector<c10::IValue> input{at::randn({4, 3})};
+  tt::probe_cache cache;
+  const auto out = tt::probe_cut(m, input, "eager_op_by_op", "graph_executor", cut, cache);
+  INFO(out.divergence.message);
+  CHECK(!out.divergence.finding());
+  CHECK(out.diverges == std::vector<std::uint8_t>(2, 0));
+}
+
 TEST_CASE("localise: a defect of an op-by-op configuration is named by one edge-by-edge trace") {
   const auto m = deep_model("wrong_in_threads");
   const files f(m);

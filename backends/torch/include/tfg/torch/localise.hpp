@@ -441,13 +441,30 @@ struct probe_cache {
   }
   const auto traits = edge_traits(m);
   const auto& leaves = rb.outputs.at(0);
-  for (std::size_t k = 0; k < edges.size() && k < leaves.size(); ++k) {
+  // The cut returns a tuple of its edges; b's outputs are flattened leaves ("k" for a tensor
+  // edge, "k.j" for element j of a tensor-list edge). Each edge is judged against its own
+  // leaves, reassembled into a list for a list edge: pairing edges and leaves by position
+  // shifted every edge after a list (a chunk's two tensors) onto the wrong value.
+  auto value_of = [&](std::size_t k) -> c10::IValue {
+    const auto key = std::to_string(k);
+    std::vector<at::Tensor> items;
+    for (const auto& l : leaves) {
+      if (l.path == key) return l.value;
+      if (l.path.size() > key.size() && l.path.compare(0, key.size() + 1, key + ".") == 0 && l.value.isTensor())
+        items.push_back(l.value.toTensor());
+    }
+    if (items.empty()) return c10::IValue();
+    return c10::IValue(c10::List<at::Tensor>(items));
+  };
+  for (std::size_t k = 0; k < edges.size(); ++k) {
     const auto i = graph::index(edges[k]);
     const auto& va = cache.a->at[i];
+    const auto vb = value_of(k);
+    if (vb.isNone()) continue;
     const c10::IValue* vr = cache.r64 && cache.r64->ok() ? &cache.r64->at[i] : nullptr;
     double spread = 0;
     for (const auto& p : cache.peers) spread = std::max(spread, compare_detail::spread_of(va, p.at[i], false));
-    auto v = judge_value(va, leaves[k].value, vr, false, rb.widened, traits[i], opt, spread);
+    auto v = judge_value(va, vb, vr, false, rb.widened, traits[i], opt, spread);
     v.config_a = std::string(a_name);
     v.config_b = std::string(b_name);
     if (v.finding()) out.diverges[owner[k]] = 1;

@@ -1,5 +1,6 @@
 // flowmut legality: how well the constraint system separates legal from illegal candidates
 // (the paper's Table 6), measured on real seeds. See docs/legality.md.
+#include <tfg/campaign/fuzz.hpp>
 #include <tfg/campaign/generator.hpp>
 #include <tfg/match/legality.hpp>
 #include <tfg/match/pool.hpp>
@@ -165,19 +166,7 @@ int run_legality_command(const legality_args& a) {
   const auto& ops = pool.operators;
 
   // Seeds: the models given, and the .pt files of folders given (inputs files excluded).
-  std::vector<std::string> paths;
-  for (const auto& p : a.models) {
-    if (fs::is_directory(p)) {
-      std::vector<std::string> in;
-      for (const auto& e : fs::directory_iterator(p))
-        if (e.path().extension() == ".pt" && e.path().string().find(".inputs.") == std::string::npos) in.push_back(e.path());
-      std::sort(in.begin(), in.end());
-      paths.insert(paths.end(), in.begin(), in.end());
-    } else {
-      paths.push_back(p);
-    }
-  }
-  if (paths.empty()) throw std::invalid_argument("no seed models given");
+  const auto paths = tfg::campaign::collect_seeds(a.models);
 
   // Every seed's pre-filter candidates: the pairs whose pattern matches, per operator.
   std::vector<std::unique_ptr<seed_state>> seeds;
@@ -186,13 +175,13 @@ int run_legality_command(const legality_args& a) {
   const auto t0 = clock_type::now();
   for (const auto& p : paths) {
     auto s = std::make_unique<seed_state>();
-    s->path = p;
+    s->path = p.string();
     try {
       s->m = be.load(p);
       s->inputs = be.seed_inputs(s->m, p, {});
       s->prof = be.profile(s->m, s->inputs);
     } catch (const std::exception& e) {
-      std::cerr << "flowmut legality: " << p << ": skipped: " << first_line(e.what()) << "\n";
+      std::cerr << "flowmut legality: " << p.string() << ": skipped: " << first_line(e.what()) << "\n";
       continue;
     }
     s->adapter = std::make_unique<tfg::torch::torch_match_adapter>(s->m, s->prof, symbols);

@@ -43,14 +43,7 @@ struct group_verdicts {
 template <match_adapter A>
 [[nodiscard]] group_verdicts judge_groups(compiled_operator const& op, A const& a, bindings const& b, workspace& ws) {
   auto const E = make_env(op, a, b);
-  group_verdicts v;
-  for (auto const& c : op.input) v.input = v.input && holds(c, E, ws);
-  for (auto const& c : op.internal)
-    if (!c.needs_probe) v.internal = v.internal && holds(c, E, ws);
-  v.internal = v.internal && same_on_every_run(op, a, b, ws);
-  for (auto const& c : op.output)
-    if (!c.needs_probe) v.output = v.output && holds(c, E, ws);
-  return v;
+  return {input_holds(op, E, ws), internal_holds(op, a, b, E, ws), output_holds(op, E, ws)};
 }
 
 /// A constraint system with some groups switched off.

@@ -307,6 +307,30 @@ template <match_adapter A, class URBG>
 template <match_adapter A>
 [[nodiscard]] bool same_on_every_run(compiled_operator const& op, A const& a, bindings const& b, workspace& ws);
 
+/// The three constraint groups as the candidate stages decide them before any execution:
+/// `require input`; the probe-free `require internal` conditions and `same_on_every_run`; the
+/// probe-free `require output` conditions. `check_constraints` stops at the first that fails;
+/// `judge_groups` (legality.hpp) decides each.
+template <match_adapter A>
+[[nodiscard]] bool input_holds(compiled_operator const& op, detail::env<A> const& E, workspace& ws) {
+  for (auto const& c : op.input)
+    if (!holds(c, E, ws)) return false;
+  return true;
+}
+template <match_adapter A>
+[[nodiscard]] bool internal_holds(compiled_operator const& op, A const& a, bindings const& b,
+                                  detail::env<A> const& E, workspace& ws) {
+  for (auto const& c : op.internal)
+    if (!c.needs_probe && !holds(c, E, ws)) return false;
+  return same_on_every_run(op, a, b, ws);
+}
+template <match_adapter A>
+[[nodiscard]] bool output_holds(compiled_operator const& op, detail::env<A> const& E, workspace& ws) {
+  for (auto const& c : op.output)
+    if (!c.needs_probe && !holds(c, E, ws)) return false;
+  return true;
+}
+
 /// `evaluate_constraints` without the sampling: the parameters in `b` are used as they are
 /// (for example values chosen by an exhaustive enumeration of small domains). The internal
 /// stage also rejects a replacement that would bake one run's state into the mutant
@@ -315,13 +339,9 @@ template <match_adapter A>
 [[nodiscard]] reject_stage check_constraints(compiled_operator const& op, A const& a, bindings const& b,
                                              workspace& ws) {
   auto const E = make_env(op, a, b);
-  for (auto const& c : op.input)
-    if (!holds(c, E, ws)) return reject_stage::input;
-  for (auto const& c : op.internal)
-    if (!c.needs_probe && !holds(c, E, ws)) return reject_stage::internal;
-  if (!same_on_every_run(op, a, b, ws)) return reject_stage::internal;
-  for (auto const& c : op.output)
-    if (!c.needs_probe && !holds(c, E, ws)) return reject_stage::output;
+  if (!input_holds(op, E, ws)) return reject_stage::input;
+  if (!internal_holds(op, a, b, E, ws)) return reject_stage::internal;
+  if (!output_holds(op, E, ws)) return reject_stage::output;
   return reject_stage::accepted;
 }
 
@@ -389,9 +409,10 @@ template <match_adapter A>
       auto const e = b.values[rn.args[1].slot];
       if (e == graph::no_edge) continue;
       auto const& runs = a.profile(e).runs;
+      auto const skip = std::size_t{revert};  // revert_shape leaves the batch dim alone
       for (std::size_t r = 1; r < runs.size(); ++r) {
-        auto const &x = runs[r].shape, &y = runs[0].shape;
-        if (reshape ? x != y : (x.size() != y.size() || !std::equal(x.begin() + (x.empty() ? 0 : 1), x.end(), y.begin() + (y.empty() ? 0 : 1))))
+        std::span<const std::int64_t> x(runs[r].shape), y(runs[0].shape);
+        if (x.size() != y.size() || !std::equal(x.begin() + std::min(skip, x.size()), x.end(), y.begin() + std::min(skip, y.size())))
           return false;
       }
     }

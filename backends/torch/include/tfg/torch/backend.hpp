@@ -183,7 +183,7 @@ class backend {
   }
   /// Whether operators that `require` device `d` can run here: cpu always, cuda when LibTorch
   /// sees a device.
-  [[nodiscard]] bool device_available(std::string_view d) const { return d == "cpu" || (d == "cuda" && compat::cuda_available()); }
+  [[nodiscard]] bool device_available(std::string_view d) const { return compat::device_available(d); }
   [[nodiscard]] std::vector<campaign::config_desc> configs() const {
     std::vector<campaign::config_desc> out;
     for (const auto& c : list_configs())

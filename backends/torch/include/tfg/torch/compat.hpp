@@ -5,6 +5,7 @@
 #include <torch/script.h>
 
 #include <optional>
+#include <string_view>
 
 #define TFG_TORCH_AT_LEAST(major, minor) \
   (TORCH_VERSION_MAJOR > (major) ||      \
@@ -17,5 +18,8 @@ using operation = std::optional<::torch::jit::Operation>;
 
 /// True when this LibTorch was built with CUDA and a device is visible.
 [[nodiscard]] inline bool cuda_available() { return at::hasCUDA(); }
+
+/// Whether work that needs device `d` ("cpu", "cuda": an operator's `requires`) can run here.
+[[nodiscard]] inline bool device_available(std::string_view d) { return d == "cpu" || (d == "cuda" && cuda_available()); }
 
 }  // namespace tfg::torch::compat

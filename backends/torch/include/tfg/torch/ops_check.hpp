@@ -142,6 +142,11 @@ inline int stage_rank(match::reject_stage s) {
   out.op = op.name;
   out.where = op.file + ":" + std::to_string(ex.loc.line);
   out.match = ex.match;
+  if (!op.requires_device.empty() && !compat::device_available(op.requires_device)) {
+    out.passed = out.skipped = true;
+    out.message = "skipped: " + op.name + " requires " + op.requires_device;
+    return out;
+  }
   for (const auto& in : ex.graph.inputs)
     for (const auto& a : in.attrs)
       if (a.key.text == "cuda" && !at::hasCUDA()) {

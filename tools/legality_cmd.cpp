@@ -6,6 +6,7 @@
 #include <tfg/match/pool.hpp>
 #include <tfg/match/pool_info.hpp>
 #include <tfg/torch/backend.hpp>
+#include <tfg/torch/infer.hpp>
 #include <tfg/util/json_escape.hpp>
 
 #include "commands.hpp"
@@ -55,6 +56,7 @@ struct sample {
   tfg::graph::edge_id anchor{};
   tm::bindings b;
   tm::group_verdicts v;
+  std::string before;  // why instantiation or inference rejected it before execution, if they did
   label lab;
   double seconds = 0;
 };
@@ -125,18 +127,35 @@ std::string effect_failure(const seed_state& s, const tfg::torch::mutant& mu, co
   return "L";
 }
 
-std::string label_candidate(const seed_state& s, const tm::compiled_operator& op, const tm::bindings& b,
-                            tm::symbol_table& symbols, const tm::requirement_table& req) {
-  tm::workspace ws;
+/// The label of an instantiated candidate: the probe, then the declared effect.
+std::string label_after(const seed_state& s, tfg::torch::mutant& mu, const tm::compiled_operator& op,
+                        const tm::bindings& b, tm::symbol_table& symbols, const tm::requirement_table& req,
+                        tm::workspace& ws) {
   try {
-    auto made = tfg::torch::instantiate(s.m, *s.adapter, op, b, symbols, ws, &s.inputs);
-    if (auto* f = std::get_if<tfg::torch::mutation_failure>(&made)) return "I instantiate " + one_line(f->message);
-    auto& mu = std::get<tfg::torch::mutant>(made);
     if (auto f = tfg::torch::check_mutant(mu, *s.adapter, op, b, symbols, req, s.inputs, ws))
       return "I " + std::string(tm::name(f->stage)) + " " + first_line(f->message);
     return effect_failure(s, mu, op);
   } catch (const std::exception& e) {
     return "I exception " + first_line(e.what());
+  }
+}
+
+/// The candidate's verdict before execution ("B accepted", "B internal WHY", "B output WHY":
+/// instantiation and `static_check` on inferred shapes and dtypes), a newline, then its label.
+std::string label_candidate(const seed_state& s, const tm::compiled_operator& op, const tm::bindings& b,
+                            tm::symbol_table& symbols, const tm::requirement_table& req) {
+  tm::workspace ws;
+  std::string before = "B accepted\n";
+  try {
+    auto made = tfg::torch::instantiate(s.m, *s.adapter, op, b, symbols, ws, &s.inputs);
+    if (auto* f = std::get_if<tfg::torch::mutation_failure>(&made))
+      return "B internal cannot be instantiated\nI instantiate " + one_line(f->message);
+    auto& mu = std::get<tfg::torch::mutant>(made);
+    const auto f = tfg::torch::static_check(mu, *s.adapter, op, b, symbols, req, ws);
+    before = "B " + (f ? std::string(tm::name(f->stage)) + " " + first_line(f->message) : std::string("accepted")) + "\n";
+    return before + label_after(s, mu, op, b, symbols, req, ws);
+  } catch (const std::exception& e) {
+    return before + "I exception " + first_line(e.what());
   }
 }
 
@@ -245,6 +264,17 @@ int run_legality_command(const legality_args& a) {
     if (timed_out) ::kill(c.pid, SIGKILL);
     ::waitpid(c.pid, &status, 0);
     ::close(c.fd);
+    if (!timed_out && !c.reply.empty() && c.reply[0] == 'B') {
+      // the verdict before execution, then the label
+      const auto nl = c.reply.find('\n');
+      const std::string b = first_line(c.reply.substr(2));  // "STAGE WHY"
+      c.reply = nl == std::string::npos ? std::string() : c.reply.substr(nl + 1);
+      const auto sp = b.find(' ');
+      const std::string stage = b.substr(0, sp);
+      x.before = sp == std::string::npos ? "" : b.substr(sp + 1);
+      if (stage == "internal") x.v.internal = false;
+      if (stage == "output") x.v.output = false;
+    }
     if (timed_out) {
       x.lab = {label_kind::timed_out, "timeout", "no reply within " + std::to_string(a.timeout_s) + " s"};
     } else if (!c.reply.empty() && c.reply[0] == 'L') {
@@ -336,10 +366,19 @@ int run_legality_command(const legality_args& a) {
     }
   std::string reasons;
   for (const auto& [k, n] : why) reasons += (reasons.empty() ? "" : ", ") + std::to_string(n) + " " + k;
+  std::size_t not_instantiated = 0, inferred = 0;
+  for (const auto& x : samples) {
+    if (x.before.empty()) continue;
+    if (x.before.rfind("cannot be instantiated", 0) == 0) ++not_instantiated;
+    else ++inferred;
+  }
   std::printf("\n%zu candidates labelled in the reference (op by op, CPU): %zu legal, %zu illegal (%s; %zu crashed, %zu "
               "timed out) in %.1f s\n\n",
               samples.size(), legal, samples.size() - legal, reasons.c_str(), crashed, timed_out,
               std::chrono::duration<double>(clock_type::now() - t0).count());
+  std::printf("Decided before execution (counted in the groups below): %zu cannot be instantiated (internal), %zu "
+              "refuted by shapes and dtypes inferred on meta tensors (internal or output)\n\n",
+              not_instantiated, inferred);
   std::printf("%-18s %9s %9s %6s %6s %6s %6s %9s %9s %9s %9s\n", "constraints", "retention", "LMR", "TP", "FN", "FP",
               "TN", "precision", "recall", "false-rej", "leakage");
   std::array<tm::confusion, tm::ablations.size()> table{};
@@ -410,6 +449,11 @@ int run_legality_command(const legality_args& a) {
       tfg::json::write_string(out, fs::path(s.path).filename().string());
       out << ",\"anchor\":";
       tfg::json::write_string(out, s.m.graph.data(x.anchor).name);
+      out << ",\"anchor_kind\":";
+      {
+        const auto& runs = s.adapter->profile(x.anchor).runs;
+        tfg::json::write_string(out, runs.empty() ? "unprofiled" : std::string(tfg::state::name(runs.front().kind)));
+      }
       out << ",\"params\":{";
       for (std::size_t k = 0; k < op.params.size(); ++k) {
         out << (k ? "," : "");
@@ -418,6 +462,9 @@ int run_legality_command(const legality_args& a) {
         tfg::json::write_string(out, tfg::campaign::attr_text(x.b.params[k]));
       }
       out << "},\"input\":" << x.v.input << ",\"internal\":" << x.v.internal << ",\"output\":" << x.v.output
+          << ",\"before_execution\":";
+      tfg::json::write_string(out, x.before);
+      out
           << ",\"legal\":" << (x.lab.kind == label_kind::legal) << ",\"why\":";
       tfg::json::write_string(out, x.lab.stage.empty() ? "" : x.lab.stage + ": " + x.lab.message);
       out << ",\"seconds\":" << x.seconds << "}";

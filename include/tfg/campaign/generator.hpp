@@ -223,8 +223,24 @@ class generator {
     t = clk::now();
     out.bindings = set_.bound(pick.c);
     auto made = b_.instantiate(current_, *adapter_, op, out.bindings, symbols_, ws_, *inputs_);
-    if (auto* f = std::get_if<failure_type>(&made)) out.result = std::move(*f);
-    else out.result = std::move(std::get<mutant_type>(made));
+    if (auto* f = std::get_if<failure_type>(&made)) {
+      out.result = std::move(*f);
+    } else {
+      // A backend that can infer the mutant's shapes and dtypes without running it decides the
+      // conditions they refute here, before any worker executes the mutant (optional hook).
+      if constexpr (requires(mutant_type& mu) {
+                      { b_.check_before_execution(mu, *adapter_, op, out.bindings, symbols_, pool_.requirements, ws_) }
+                          -> std::convertible_to<std::optional<failure_type>>;
+                    }) {
+        auto& mu = std::get<mutant_type>(made);
+        if (auto f = b_.check_before_execution(mu, *adapter_, op, out.bindings, symbols_, pool_.requirements, ws_)) {
+          out.result = std::move(*f);
+          out.phase_ms["apply"] = ms_since(t);
+          return out;
+        }
+      }
+      out.result = std::move(std::get<mutant_type>(made));
+    }
     out.phase_ms["apply"] = ms_since(t);
     return out;
   }

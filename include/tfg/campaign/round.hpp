@@ -13,7 +13,7 @@ enum class round_verdict : std::uint8_t {
   legal,           ///< ran in the reference configuration, legal, no new finding
   finding,         ///< at least one new finding
   illegal,         ///< the reference configuration fails with an ordinary error, or R(v) fails on the probe
-  rejected,        ///< the replacement could not be instantiated or exported
+  rejected,        ///< the replacement could not be instantiated or exported, or its inferred shapes refute a constraint
   no_candidate,    ///< every candidate of the seed has been tried
   worker_failure,  ///< the worker could not load the exported mutant (a tool defect)
 };

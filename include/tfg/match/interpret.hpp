@@ -218,8 +218,8 @@ val call_builtin(bfn fn, std::span<const val> a, env<A> const& E, std::size_t ru
       return val::integer(t->shape[static_cast<std::size_t>(i)]);
     }
     case bfn::numel: { auto const* t = st(0); return t ? val::integer(t->numel) : val::fault(); }
-    case bfn::dtype: { auto const* t = st(0); return t ? val::code(vk::dtype, static_cast<std::int64_t>(t->type)) : val::fault(); }
-    case bfn::is_floating: { auto const* t = st(0); return t ? val::boolean(state::is_floating(t->type)) : val::fault(); }
+    case bfn::dtype: { auto const* t = st(0); return t && t->type_known ? val::code(vk::dtype, static_cast<std::int64_t>(t->type)) : val::fault(); }
+    case bfn::is_floating: { auto const* t = st(0); return t && t->type_known ? val::boolean(state::is_floating(t->type)) : val::fault(); }
     case bfn::device: { auto const* t = st(0); return t ? val::code(vk::device, static_cast<std::int64_t>(t->device.kind)) : val::fault(); }
     case bfn::layout: { auto const* t = st(0); return t ? val::code(vk::layout, static_cast<std::int64_t>(t->tensor_layout)) : val::fault(); }
     case bfn::contiguous: { auto const* t = st(0); return t ? val::boolean(t->contiguous) : val::fault(); }
@@ -323,8 +323,8 @@ inline val builtin1(bfn fn, val const& t, env<A> const& E, std::size_t run, work
       switch (fn) {
         case bfn::rank: return val::integer(s->rank());
         case bfn::numel: return val::integer(s->numel);
-        case bfn::dtype: return val::code(vk::dtype, static_cast<std::int64_t>(s->type));
-        case bfn::is_floating: return val::boolean(state::is_floating(s->type));
+        case bfn::dtype: return s->type_known ? val::code(vk::dtype, static_cast<std::int64_t>(s->type)) : val::fault();
+        case bfn::is_floating: return s->type_known ? val::boolean(state::is_floating(s->type)) : val::fault();
         case bfn::device: return val::code(vk::device, static_cast<std::int64_t>(s->device.kind));
         case bfn::layout: return val::code(vk::layout, static_cast<std::int64_t>(s->tensor_layout));
         case bfn::contiguous: return val::boolean(s->contiguous);
@@ -698,6 +698,29 @@ template <match_adapter A>
     if (v.k != vk::boolean || !v.b) return false;
   }
   return true;
+}
+
+/// Whether what metadata alone decides refutes `p`: some conjunct of its top-level `&&` chain
+/// that reads only metadata (`conjunct::metadata_only`) is false on some run. A fault (a state
+/// that was not inferred) decides nothing, and conjuncts that read values, strides, aliasing
+/// or externs are skipped. Evaluated on the inferred states of replacement values before the
+/// mutant runs; `holds` decides once it has run.
+template <match_adapter A>
+[[nodiscard]] bool refuted(program const& p, detail::env<A> const& E, workspace& ws) {
+  std::size_t runs = 1;
+  if (p.reads_state) {
+    runs = detail::run_count(p, E);
+    if (runs == 0) return false;
+  }
+  for (std::size_t r = 0; r < runs; ++r)
+    for (auto const& c : p.conjuncts) {
+      if (!c.metadata_only) continue;
+      ws.scratch.clear();
+      ws.stack.clear();
+      val const v = detail::eval_node(p, c.node, E, r, ws);
+      if (v.k == vk::boolean && !v.b) return true;
+    }
+  return false;
 }
 
 }  // namespace tfg::match

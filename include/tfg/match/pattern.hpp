@@ -376,6 +376,21 @@ template <match_adapter A>
   return reject_stage::accepted;
 }
 
+/// `evaluate_deferred` before the mutant runs: the deferred conditions that the *inferred*
+/// states of replacement values (shape and dtype inference, supplied by `inferred`) refute
+/// (`refuted`: a metadata-only conjunct is false). Conditions reading values, strides,
+/// aliasing or externs stay for `evaluate_deferred`. Returns `accepted`, `internal` or `output`.
+template <match_adapter A>
+[[nodiscard]] reject_stage refute_deferred(compiled_operator const& op, A const& a, bindings const& b,
+                                           probe_source const& inferred, workspace& ws) {
+  auto const E = make_env(op, a, b, &inferred);
+  for (auto const& c : op.internal)
+    if (c.needs_probe && refuted(c, E, ws)) return reject_stage::internal;
+  for (auto const& c : op.output)
+    if (c.needs_probe && refuted(c, E, ws)) return reject_stage::output;
+  return reject_stage::accepted;
+}
+
 template <match_adapter A>
 [[nodiscard]] std::optional<attr_value> evaluate_value(program const& p, compiled_operator const& op, A const& a,
                                                        bindings const& b, std::size_t run, workspace& ws);

@@ -181,7 +181,22 @@ struct conjunct {
   std::uint32_t node = 0;  ///< the conjunct's root node
   operand x, y;
   std::uint32_t first = 0, count = 0;
+  /// Reads nothing but metadata (see `reads_metadata_only`): decidable on inferred states.
+  bool metadata_only = false;
 };
+
+/// Whether built-in `f` reads only what shape and dtype inference gives for a value that has
+/// not run yet (rank, sizes, dtype, device, layout), the graph, or nothing at all. Strides,
+/// aliasing, gradient state and the numbers are not inferred.
+[[nodiscard]] constexpr bool reads_metadata_only(bfn f) noexcept {
+  switch (f) {
+    case bfn::rank: case bfn::shape: case bfn::dim: case bfn::numel: case bfn::dtype: case bfn::is_floating:
+    case bfn::device: case bfn::layout: case bfn::broadcastable: case bfn::uses: case bfn::consumers:
+    case bfn::op: case bfn::is_input: case bfn::is_output: case bfn::is_none: case bfn::len: case bfn::prod:
+    case bfn::abs: case bfn::pow2: case bfn::dtype_max: case bfn::dtype_tiny: return true;
+    default: return false;
+  }
+}
 
 /// A compiled boolean (or value) expression.
 struct program {
@@ -199,6 +214,30 @@ struct program {
   /// first that is false, visits exactly what the tree evaluation visits.
   std::vector<conjunct> conjuncts;
 };
+
+/// Whether the subtree of `p` rooted at node `root` calls only metadata built-ins and no
+/// extern (`reads_metadata_only`).
+[[nodiscard]] inline bool metadata_only(program const& p, std::uint32_t root) {
+  std::vector<std::uint32_t> todo{root};
+  while (!todo.empty()) {
+    auto const i = todo.back();
+    todo.pop_back();
+    auto const& n = p.nodes[i];
+    switch (n.op) {
+      case pop::lit: case pop::value: case pop::param: break;
+      case pop::ext: return false;
+      case pop::call:
+        if (!reads_metadata_only(n.fn)) return false;
+        [[fallthrough]];
+      case pop::list:
+        for (std::uint32_t k = 0; k < n.count; ++k) todo.push_back(p.kids[n.first + k]);
+        break;
+      case pop::lnot: case pop::neg: todo.push_back(n.a); break;
+      default: todo.push_back(n.a), todo.push_back(n.b); break;
+    }
+  }
+  return true;
+}
 
 /// Fills `p.conjuncts` from `p.nodes` (called by the compiler once the program is emitted).
 inline void flatten(program& p) {
@@ -248,6 +287,7 @@ inline void flatten(program& p) {
         }
       }
     }
+    c.metadata_only = metadata_only(p, i);
     p.conjuncts.push_back(c);
   };
   // In-order walk of the `&&` tree (left before right).

@@ -18,12 +18,15 @@ enum class requirement_outcome : std::uint8_t {
 /// Evaluates R(v) of node `n`: the first declaration for its op kind whose arguments bind
 /// (dsl/spec.md section 14). With `subst_from` set, reads of that edge's state read
 /// `*subst_to` instead (the probed state of the replacement edge that will feed `n`).
-/// `failed` receives the failing declaration when the outcome is `fails`.
+/// `failed` receives the failing declaration when the outcome is `fails`. With `refute_only`,
+/// the states may be inferred ones of values that have not run (shape and dtype only): a
+/// condition fails only when its metadata refutes it (`refuted`), and `holds` means "not refuted".
 template <match_adapter A>
 [[nodiscard]] requirement_outcome evaluate_requirement(requirement_table const& table, A const& a, node_id n,
                                                        workspace& ws, edge_id subst_from = graph::no_edge,
                                                        state::edge_profile const* subst_to = nullptr,
-                                                       compiled_requirement const** failed = nullptr) {
+                                                       compiled_requirement const** failed = nullptr,
+                                                       bool refute_only = false) {
   auto const* alts = table.find(a.op_symbol(n));
   if (!alts) return requirement_outcome::none;
   std::size_t const nargs = a.arg_count(n);
@@ -81,7 +84,7 @@ template <match_adapter A>
     if (!ok) continue;
     detail::env<A> E{a, values, consts, nullptr, lists, list_edges, UINT32_MAX, nullptr, subst_from, subst_to};
     for (auto const& c : rq.conditions)
-      if (!holds(c, E, ws)) {
+      if (refute_only ? refuted(c, E, ws) : !holds(c, E, ws)) {
         if (failed) *failed = &rq;
         return requirement_outcome::fails;
       }
@@ -97,12 +100,14 @@ template <match_adapter A>
 /// from `probe` when it is a replacement value, from the adapter otherwise. Returns
 /// `accepted` or `output`; `failed_node` / `failed` name the first failing consumer and
 /// declaration. Requirements of the new replacement nodes themselves are not evaluated here
-/// (the probe executes them). Allocates (probe stage only).
+/// (the probe executes them). With `refute_only` (inferred states, before execution) a
+/// requirement fails only when its metadata refutes it. Allocates (probe stage only).
 template <match_adapter A>
 [[nodiscard]] reject_stage check_rewired_consumers(compiled_operator const& op, A const& a, bindings const& b,
                                                    requirement_table const& table, probe_source const* probe,
                                                    workspace& ws, node_id* failed_node = nullptr,
-                                                   compiled_requirement const** failed = nullptr) {
+                                                   compiled_requirement const** failed = nullptr,
+                                                   bool refute_only = false) {
   auto const& g = a.graph();
   std::vector<node_id> deleted;
   for (auto const slot : op.replacement.deletes)
@@ -134,7 +139,7 @@ template <match_adapter A>
     }
     for (auto const n : targets) {
       if (std::find(deleted.begin(), deleted.end(), n) != deleted.end()) continue;
-      if (evaluate_requirement(table, a, n, ws, src, to, failed) == requirement_outcome::fails) {
+      if (evaluate_requirement(table, a, n, ws, src, to, failed, refute_only) == requirement_outcome::fails) {
         if (failed_node) *failed_node = n;
         return reject_stage::output;
       }

@@ -92,6 +92,9 @@ struct tensor_state {
   std::int64_t storage_offset = 0;
   std::int64_t numel = 0;
   dtype type = dtype::other;
+  /// False only in a state inferred before execution whose dtype inference could not decide
+  /// (a shape function gave the sizes): `dtype(v)` and `is_floating(v)` then decide nothing.
+  bool type_known = true;
   device_id device;
   state::layout tensor_layout = state::layout::strided;
   bool contiguous = true;

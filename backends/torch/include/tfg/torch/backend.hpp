@@ -17,6 +17,7 @@
 #include <tfg/torch/ivalue.hpp>
 #include <tfg/torch/localise.hpp>
 #include <tfg/torch/match_adapter.hpp>
+#include <tfg/torch/infer.hpp>
 #include <tfg/torch/mutate.hpp>
 #include <tfg/torch/observe.hpp>
 #include <tfg/torch/profile.hpp>
@@ -159,6 +160,15 @@ class backend {
                                                                    const match::bindings& b, match::symbol_table& s,
                                                                    match::workspace& ws, const input_set& in) const {
     return tfg::torch::instantiate(m, a, op, b, s, ws, &in);
+  }
+  /// The checks that need no execution (infer.hpp): shapes and dtypes inferred on meta tensors
+  /// refute a deferred constraint or a reader's R(v), or a kernel rejects them.
+  [[nodiscard]] std::optional<mutation_failure> check_before_execution(const mutant& mu, const torch_match_adapter& a,
+                                                                       const match::compiled_operator& op,
+                                                                       const match::bindings& b, match::symbol_table& s,
+                                                                       const match::requirement_table& req,
+                                                                       match::workspace& ws) const {
+    return static_check(mu, a, op, b, s, req, ws);
   }
   [[nodiscard]] std::optional<mutation_failure> check(mutant& mu, const torch_match_adapter& a,
                                                       const match::compiled_operator& op, const match::bindings& b,

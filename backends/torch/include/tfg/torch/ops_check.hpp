@@ -8,6 +8,7 @@
 #include <tfg/torch/example_graph.hpp>
 #include <tfg/torch/externs.hpp>
 #include <tfg/torch/ivalue.hpp>
+#include <tfg/torch/infer.hpp>
 #include <tfg/torch/mutate.hpp>
 
 #include <cmath>
@@ -198,7 +199,8 @@ inline int stage_rank(match::reject_stage s) {
         if (only == graph::no_edge || pr.anchor == only) latest = std::max(latest, detail::stage_rank(pr.stage));
       for (const auto& c : set.candidates) {
         if (only != graph::no_edge && c.anchor != only) continue;
-        auto r = mutate(seed, adapter, op, set.bound(c), symbols, requirements, inputs, ws);
+        const auto bound = set.bound(c);
+        auto r = mutate(seed, adapter, op, bound, symbols, requirements, inputs, ws);
         if (auto* f = std::get_if<mutation_failure>(&r)) {
           if (detail::stage_rank(f->stage) >= latest) latest_message = f->message;
           latest = std::max(latest, detail::stage_rank(f->stage));
@@ -206,8 +208,13 @@ inline int stage_rank(match::reject_stage s) {
           continue;
         }
         ++legal;
-        if (!ex.match) continue;
         auto& mu = std::get<mutant>(r);
+        // What is decided before execution must never refuse a mutant the probe finds legal.
+        if (auto f = static_check(mu, adapter, op, bound, symbols, requirements, ws)) {
+          out.message = "a legal mutant is refused before execution: " + f->message;
+          return out;
+        }
+        if (!ex.match) continue;
         for (const auto& cond : ex.expect) {
           auto v = detail::expect_value(cond, mu.graph_model);
           if (!v || *v == 0) {

@@ -298,4 +298,91 @@ operator test_claim_zeros
   fs::remove_all(dir);
 }
 
+TEST_CASE("a shape revert is kept on inputs of several sizes when its amounts agree, refused before execution when not") {
+  // tfg::revert_shape bakes the first input's pad amounts: right for every input when the
+  // reverted value has the target's shape on each (a 3x3 pool shrinks any map by 2), wrong
+  // when the amounts depend on the size (a stride-2 pool halves it: 8 -> 4, 6 -> 3).
+  tm::symbol_table symbols;
+  auto ctx = std::make_shared<tt::extern_context>();
+  const auto dir = write_operators("revert", R"(tfg 1
+
+/// Halves a map, then pads it back: the amounts depend on the map's size.
+operator test_halve_with_revert
+  object operator  primitive insertion  origin tfg "test"
+  anchor %x
+{
+  require input { rank(%x) == 4 && is_floating(%x) && dim(%x, 2) >= 2 && dim(%x, 3) >= 2 }
+  replace {
+    %p = aten::max_pool2d(%x, [2, 2], [2, 2], [0, 0], [1, 1], false)
+    %r = tfg::revert_shape(%p, %x, 0.0)
+    rewire consumers(%x) -> %r
+  }
+  require output { shape(%r) == shape(%x) && dtype(%r) == dtype(%x) }
+  example match {
+    graph(%a: f32[1,2,4,4]):
+      %x = aten::relu(%a)
+      %o = aten::neg(%x)
+      return (%o)
+    anchor %x
+  }
+  example no_match rejected_by(input) {
+    graph(%a: f32[4,4]):
+      %x = aten::relu(%a)
+      return (%x)
+    anchor %x
+  }
+}
+)");
+  auto pool = tm::load_pool({dir, fs::path(TFG_SOURCE_DIR) / "operators/operator/insert_pool_with_shape_revert.tfg"},
+                            symbols, tt::torch_externs(ctx));
+  for (const auto& d : pool.diagnostics) MESSAGE(d);
+  REQUIRE(pool.ok());
+  seed s{conv_net(), {}, {}};
+  s.inputs.push_back({at::randn({1, 3, 8, 8}), at::randn({4, 3, 3, 3}) * 0.3, at::randn({4})});
+  s.inputs.push_back({at::randn({2, 3, 6, 6}), at::randn({4, 3, 3, 3}) * 0.3, at::randn({4})});
+  s.prof = tt::profiler().run(s.m, s.inputs);
+  tt::torch_match_adapter a(s.m, s.prof, symbols);
+  *ctx = {&s.m, &s.prof};
+  tm::workspace ws;
+  auto set = tm::construct(a, std::span<const tm::compiled_operator>(pool.operators), {.seed = 1});
+  std::size_t kept_legal = 0, halve_refused = 0, halve_legal = 0;
+  for (const auto& c : set.candidates) {
+    const auto& op = pool.operators[c.op];
+    const auto b = set.bound(c);
+    // The weight is an input too, of the same shape on both runs.
+    const auto& runs = a.profile(c.anchor).runs;
+    REQUIRE(runs.size() == 2);
+    const bool sizes_differ = runs[0].shape != runs[1].shape;
+    auto made = tt::instantiate(s.m, a, op, b, symbols, ws, &s.inputs);
+    REQUIRE(std::holds_alternative<tt::mutant>(made));
+    auto& mu = std::get<tt::mutant>(made);
+    const auto before = tt::static_check(mu, a, op, b, symbols, pool.requirements, ws);
+    const auto probe = tt::check_mutant(mu, a, op, b, symbols, pool.requirements, s.inputs, ws);
+    const std::string where = op.name + " at %" + s.m.graph.data(c.anchor).name;
+    if (op.name == "insert_pool_with_shape_revert") {
+      CHECK_MESSAGE(!before.has_value(), where);
+      CHECK_MESSAGE(!probe.has_value(), where);  // legal on both sizes
+      kept_legal += sizes_differ && !before && !probe;
+    } else {
+      // Inference and the run agree, candidate by candidate.
+      CHECK_MESSAGE(before.has_value() == probe.has_value(), where);
+      if (before) {
+        CHECK(sizes_differ);
+        CHECK(before->stage == tm::reject_stage::output);
+        ++halve_refused;
+      } else {
+        ++halve_legal;  // the weight (same size on both runs), or amounts that happen to agree
+      }
+    }
+  }
+  // conv_net's rank-4 float edges whose size differs between the runs (the input, the
+  // convolution, relu, the pool, the flatten of size 1): the 3x3 pool's revert is kept and
+  // legal on each; the halving one is refused before execution where 8 and 6 halve to
+  // amounts that differ (the input, the convolution, relu), and kept where they agree.
+  CHECK(kept_legal >= 4);
+  CHECK(halve_refused >= 3);
+  CHECK(halve_legal >= 1);
+  fs::remove_all(dir);
+}
+
 }  // namespace tfg_test_torch_infer

@@ -392,8 +392,14 @@ class generator {
                     (p == graph::no_node ? std::string("input") : std::string(Backend::kind(current_, p)));
     const auto params = set.params_of(c);
     const auto& op = pool_.operators[c.op];
-    for (std::size_t i = 0; i < params.size() && i < op.params.size(); ++i)
-      s += " $" + op.params[i].name + "=" + attr_text(params[i]);
+    for (std::size_t i = 0; i < params.size() && i < op.params.size(); ++i) {
+      // An op-typed parameter holds the op's interned id: shown by name.
+      const auto* id = std::get_if<std::int64_t>(&params[i]);
+      if (op.params[i].type.kind == dsl::type_kind::op && id && *id >= 0)
+        s += " $" + op.params[i].name + "=" + std::string(symbols_.name(static_cast<std::uint32_t>(*id)));
+      else
+        s += " $" + op.params[i].name + "=" + attr_text(params[i]);
+    }
     return s;
   }
 

@@ -160,16 +160,21 @@ inline constexpr std::array<type_name_info, 12> type_names{{
 }
 
 /// Shape-adaptation helpers: pseudo-ops in the `tfg::` namespace, valid only in `replace`,
-/// expanded into aten ops by the matcher compiler.
+/// expanded into aten ops by the matcher compiler. *Activation forms* (`activation` set) are
+/// helpers of one tensor that stand for an activation whose framework op needs arguments a
+/// replacement cannot default (a threshold, a PReLU weight, a softmax dim) or that has no op
+/// of its own (tanhshrink, softsign); besides being called in `replace`, they are valid values
+/// of op-typed parameters, so `%z = $act(%x)` draws them like any aten activation.
 struct helper_info {
   std::string_view name;  ///< "tfg::reshape_like"
   std::uint8_t arity;
   std::array<sig, 3> params;
   std::string_view signature;
   std::string_view meaning;
+  bool activation = false;
 };
 
-inline constexpr std::array<helper_info, 5> helpers{{
+inline constexpr std::array<helper_info, 10> helpers{{
     {"tfg::reshape_like", 2, {sig::tensor, sig::tensor}, "tfg::reshape_like(%v, %like)",
      "aten::reshape(%v, shape(%like)); requires numel(%v) == numel(%like)"},
     {"tfg::revert_shape", 3, {sig::tensor, sig::tensor, sig::number}, "tfg::revert_shape(%v, %like, pad)",
@@ -180,6 +185,13 @@ inline constexpr std::array<helper_info, 5> helpers{{
      "aten::to(%v, dtype(%like))"},
     {"tfg::to_like", 2, {sig::tensor, sig::tensor}, "tfg::to_like(%v, %like)",
      "convert %v to the dtype, device and memory format of %like"},
+    {"tfg::threshold", 1, {sig::tensor}, "tfg::threshold(%v)",
+     "aten::threshold(%v, 1.0, 0.0): LEMON's ThresholdedReLU (theta = 1)", true},
+    {"tfg::prelu", 1, {sig::tensor}, "tfg::prelu(%v)",
+     "aten::prelu(%v, w) with one slope w = 0.25 of %v's dtype (PyTorch's PReLU initialisation)", true},
+    {"tfg::softmax", 1, {sig::tensor}, "tfg::softmax(%v)", "aten::softmax(%v, -1, none)", true},
+    {"tfg::tanhshrink", 1, {sig::tensor}, "tfg::tanhshrink(%v)", "%v - tanh(%v) (no aten op of its own)", true},
+    {"tfg::softsign", 1, {sig::tensor}, "tfg::softsign(%v)", "%v / (1 + |%v|) (no aten op of its own)", true},
 }};
 
 [[nodiscard]] inline helper_info const* find_helper(std::string_view name) noexcept {

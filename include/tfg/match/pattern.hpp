@@ -397,10 +397,16 @@ template <match_adapter A>
 
 /// Whether the replacement of `op` means the same thing on every profiling run: an argument
 /// computed from the seed's state (`dim(%y, -1)`, `shape(%y)`) becomes a constant of the
-/// mutant, read from the first run, and a shape helper bakes its pattern value's first shape
-/// (`tfg::reshape_like` all of it, `tfg::revert_shape` every dim but the batch dim); where the runs disagree (a batch of two, a smaller image) that constant
-/// is wrong for the others and the mutant fails or computes something else on them. Decided
-/// before execution from F(e): a candidate that fails it is rejected at `internal`.
+/// mutant, read from the first run, and `tfg::reshape_like` bakes its pattern value's first
+/// shape; where the runs disagree (a batch of two, a smaller image) that constant is wrong for
+/// the others and the mutant fails or computes something else on them. Decided before
+/// execution from F(e): a candidate that fails it is rejected at `internal`.
+///
+/// `tfg::revert_shape` bakes pad and crop *amounts* (the like-shape minus its input's shape
+/// on the first run), which are right for every run when the reverted value has the like
+/// value's shape on every run, whatever the sizes are. That needs the replacement's shapes
+/// on every run, so it is left to the operator's output constraint (`shape(%r) == shape(%y)`),
+/// which the backend decides on inferred shapes before execution (dsl/spec.md section 15).
 template <match_adapter A>
 [[nodiscard]] bool same_on_every_run(compiled_operator const& op, A const& a, bindings const& b, workspace& ws) {
   auto const E = make_env(op, a, b);
@@ -416,20 +422,14 @@ template <match_adapter A>
   for (auto const& rn : op.replacement.nodes) {
     for (auto const& t : rn.args)
       if (t.k == template_arg::kind::expr && t.expr && !invariant(*t.expr)) return false;
-    // reshape_like bakes the whole shape of its pattern value; revert_shape pads or crops to
-    // it every dim but the batch dim, from amounts computed on the first run.
-    bool const reshape = rn.op == "tfg::reshape_like", revert = rn.op == "tfg::revert_shape";
-    if (rn.helper && (reshape || revert) && rn.args.size() > 1 && rn.args[1].k == template_arg::kind::value &&
+    // reshape_like bakes the whole shape of its pattern value.
+    if (rn.helper && rn.op == "tfg::reshape_like" && rn.args.size() > 1 && rn.args[1].k == template_arg::kind::value &&
         rn.args[1].slot < op.pattern_value_count) {
       auto const e = b.values[rn.args[1].slot];
       if (e == graph::no_edge) continue;
       auto const& runs = a.profile(e).runs;
-      auto const skip = std::size_t{revert};  // revert_shape leaves the batch dim alone
-      for (std::size_t r = 1; r < runs.size(); ++r) {
-        std::span<const std::int64_t> x(runs[r].shape), y(runs[0].shape);
-        if (x.size() != y.size() || !std::equal(x.begin() + std::min(skip, x.size()), x.end(), y.begin() + std::min(skip, y.size())))
-          return false;
-      }
+      for (std::size_t r = 1; r < runs.size(); ++r)
+        if (runs[r].shape != runs[0].shape) return false;
     }
   }
   for (auto const& rw : op.replacement.rewires)

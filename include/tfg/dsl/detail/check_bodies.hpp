@@ -82,7 +82,13 @@ inline void  checker::check_op_spec(op_spec& s, bool pattern) {
     case op_spec_kind::names:
       if (!pattern && s.names.size() > 1)
         error(errc::wildcard_outside_pattern, s.loc, "op alternatives 'a|b' are only valid in a pattern");
-      for (auto const& n : s.names) check_op_name(n.text, n.loc, !pattern);
+      for (auto const& n : s.names) {
+        if (pattern && n.text.rfind("tfg::", 0) == 0) {
+          error(errc::bad_helper, n.loc, "shape-adaptation helper '" + n.text + "' is only valid in 'replace'");
+          continue;
+        }
+        check_op_name(n.text, n.loc, !pattern);
+      }
       return;
   }
 }

@@ -289,6 +289,8 @@ inline bool  checker::check_op_name(std::string const& name, source_loc loc, boo
     return false;
   }
   if (ns == "tfg") {
+    // An activation form is also a value of op-typed parameters and expressions.
+    if (auto const* h = find_helper(name); h && h->activation) return true;
     if (!helpers_allowed) {
       error(errc::bad_helper, loc, "shape-adaptation helper '" + name + "' is only valid in 'replace'");
       return false;

@@ -4,6 +4,7 @@
 /// as one rewrite transaction, and the mutant is probed — profiled on the profiling inputs —
 /// so the constraints deferred to the probe and the requirements R(v) of every node that now
 /// reads a replacement value can be checked (dsl/spec.md section 10).
+#include <tfg/dsl/builtins.hpp>
 #include <tfg/match/candidates.hpp>
 #include <tfg/torch/instantiate.hpp>
 #include <tfg/torch/execute.hpp>
@@ -193,6 +194,45 @@ template <class Adapter>
       auto p = to_proto(t);
       if (!p) return fail("argument of " + op_name + " could not be evaluated");
       args.push_back(std::move(*p));
+    }
+    // Activation forms (dsl/builtins.hpp): an activation whose op needs arguments the
+    // replacement cannot default, or that has no op, called directly or drawn by `$act(%x)`.
+    if (const auto* form = dsl::find_helper(op_name); form && form->activation) {
+      if (inputs.size() != 1 || rn.outputs.size() != 1) return fail(op_name + " takes one value and defines one");
+      auto make = [&](const std::string& name, std::vector<proto_arg> a,
+                      std::vector<graph::value_ref> in) -> std::optional<graph::value_ref> {
+        built_node nb;
+        try {
+          nb = build_node(name, a);
+        } catch (const model_error&) {
+          return std::nullopt;
+        }
+        nb.data.where = "mutation " + op.name;
+        return tx.output(stage(std::move(nb), std::move(in)), 0);
+      };
+      const graph::value_ref x = inputs[0];
+      const proto_arg self{proto_arg::edge_ref{0, state::value_kind::tensor}};
+      const proto_arg second{proto_arg::edge_ref{1, state::value_kind::tensor}};
+      const auto constant = [](match::attr_value v) { return proto_arg{std::move(v)}; };
+      std::optional<graph::value_ref> out;
+      if (op_name == "tfg::threshold") {
+        out = make("aten::threshold", {self, constant(1.0), constant(0.0)}, {x});
+      } else if (op_name == "tfg::prelu") {
+        if (auto w = make("aten::new_full", {self, constant(std::vector<std::int64_t>{1}), constant(0.25)}, {x}))
+          out = make("aten::prelu", {self, second}, {x, *w});
+      } else if (op_name == "tfg::softmax") {
+        out = make("aten::softmax", {self, constant(std::int64_t{-1}), constant(std::monostate{})}, {x});
+      } else if (op_name == "tfg::tanhshrink") {
+        if (auto t = make("aten::tanh", {self}, {x})) out = make("aten::sub", {self, second, constant(std::int64_t{1})}, {x, *t});
+      } else if (op_name == "tfg::softsign") {
+        if (auto a = make("aten::abs", {self}, {x}))
+          if (auto d = make("aten::add", {self, constant(1.0), constant(std::int64_t{1})}, {*a}))
+            out = make("aten::div", {self, second}, {x, *d});
+      }
+      if (!out) return fail(op_name + " could not be expanded");
+      staged.insert_or_assign(rn.outputs[0], *out);
+      staged_kind[rn.outputs[0]] = state::value_kind::tensor;
+      continue;
     }
     if (rn.helper && (op_name == "tfg::revert_shape" || op_name == "tfg::pad_or_crop")) {
       // revert_shape(%v, %like, pad): unsqueeze/squeeze at axis 1 until the ranks agree, then

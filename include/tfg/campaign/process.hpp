@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -66,8 +67,8 @@ struct spawn_options {
   std::vector<std::string> env_extra;  ///< "K=V", added to (overriding) the inherited environment
   std::filesystem::path log_path;      ///< stdout+stderr appended here (O_APPEND); empty: /dev/null
   std::chrono::milliseconds kill_grace{2000};  ///< SIGTERM, wait this long, then SIGKILL the group
-  std::int64_t rss_limit_bytes = 0;  ///< 0: none; the worker's own RSS (/proc/PID/statm), not
-                                     ///< its children's, polled only while exchange() waits
+  std::int64_t rss_limit_bytes = 0;  ///< 0: none; the largest RSS (/proc/PID/statm) of the worker
+                                     ///< and its descendants, polled only while exchange() waits
   std::chrono::milliseconds rss_poll{100};     ///< RSS sampling period while waiting for a reply
   bool die_with_supervisor = true;  ///< PR_SET_PDEATHSIG(SIGKILL) in the worker (see file comment)
 };
@@ -133,6 +134,33 @@ inline std::int64_t read_rss_bytes(pid_t pid) noexcept {
   if (std::sscanf(buf, "%lld %lld", &size, &resident) != 2) return 0;
   static const long page = ::sysconf(_SC_PAGESIZE);
   return static_cast<std::int64_t>(resident) * page;
+}
+
+/// The largest resident set size among `pid` and its descendants (a fork-server worker runs
+/// each request in a child; the largest, not the sum, since children share the server's
+/// pages). Children are read from /proc/PID/task/PID/children (the server is one thread).
+inline std::int64_t read_tree_rss_bytes(pid_t pid, int depth = 0) noexcept {
+  std::int64_t best = read_rss_bytes(pid);
+  if (depth >= 4) return best;
+  char path[96];
+  std::snprintf(path, sizeof path, "/proc/%d/task/%d/children", static_cast<int>(pid), static_cast<int>(pid));
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return best;
+  char buf[512];
+  ssize_t n;
+  do n = ::read(fd, buf, sizeof buf - 1);
+  while (n < 0 && errno == EINTR);
+  ::close(fd);
+  if (n <= 0) return best;
+  buf[n] = '\0';
+  for (char* p = buf; *p;) {
+    char* end = nullptr;
+    const long child = std::strtol(p, &end, 10);
+    if (end == p) break;
+    if (child > 0) best = std::max(best, read_tree_rss_bytes(static_cast<pid_t>(child), depth + 1));
+    p = end;
+  }
+  return best;
 }
 
 }  // namespace detail
@@ -296,7 +324,7 @@ class worker {
     auto last_rss = clock::time_point{};
     auto sample_rss = [&] {
       last_rss = clock::now();
-      r.peak_rss_bytes = std::max(r.peak_rss_bytes, detail::read_rss_bytes(pid_));
+      r.peak_rss_bytes = std::max(r.peak_rss_bytes, detail::read_tree_rss_bytes(pid_));
     };
     sample_rss();
     auto done = [&](outcome k) {

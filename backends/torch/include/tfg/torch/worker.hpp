@@ -36,7 +36,14 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cerrno>
 
 namespace tfg::torch {
 
@@ -406,6 +413,44 @@ inline void reseed_cpu_generator() {
 
 /// The worker process's main loop: crash handler installed, one reply per request line, until
 /// the supervisor closes the request pipe. Returns the process exit status.
+namespace worker_detail {
+
+/// Whether `req` runs a CUDA configuration (names start with "cuda").
+[[nodiscard]] inline bool uses_cuda(const campaign::worker_request& req) {
+  auto cuda = [](const std::string& c) { return c.rfind("cuda", 0) == 0; };
+  return std::any_of(req.configs.begin(), req.configs.end(), cuda) || cuda(req.config_a) || cuda(req.config_b);
+}
+
+/// Ends this process the way `status` (from waitpid) says its child ended: the same signal
+/// (default disposition, so the supervisor sees the signal, not the crash handler's re-raise)
+/// or the same exit code.
+[[noreturn]] inline void end_like(int status) {
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    ::signal(sig, SIG_DFL);
+    ::raise(sig);
+    ::_exit(128 + sig);
+  }
+  ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
+}
+
+}  // namespace worker_detail
+
+/// The worker's loop. By default it is a fork server (AFL's): the process loads LibTorch but
+/// never runs an operator itself; every request runs in a child forked for it, so every
+/// request starts from the same process state. A worker that had run the previous mutants
+/// itself traced differently than a fresh one (JIT-internal functions compiled lazily and
+/// cached per process: `graph_executor:jit:defaults` appeared or not), so a campaign resumed
+/// in a fresh worker rewarded a round differently from the uninterrupted one. A child that
+/// crashes ends the server the same way (signal or exit code), so the supervisor classifies
+/// it as before; it dies with the server (PR_SET_PDEATHSIG) and shares its process group
+/// (timeouts kill both). CUDA cannot be initialised again in a forked child and costs seconds
+/// per initialisation: a request with a CUDA configuration runs in this process, which is
+/// then persistent for the rest of its life. `TFG_WORKER_PERSISTENT=1` turns the fork server off.
+/// A run request gets a child of its own; consecutive localisation steps share one child (a
+/// session: it keeps the loaded model and its reference values between steps, which
+/// localisation needs to be fast) until another kind of request arrives, which the child hands
+/// back to the server through a pipe before it exits.
 inline int serve_requests(const std::filesystem::path& dir) {
   campaign::install_crash_handler();
   campaign::worker_channel ch;
@@ -417,21 +462,82 @@ inline int serve_requests(const std::filesystem::path& dir) {
   st.dir = dir;
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  while (auto line = ch.next_request()) {
+  const char* persistent_env = std::getenv("TFG_WORKER_PERSISTENT");
+  bool fork_server = !(persistent_env && std::string_view(persistent_env) == "1");
+  std::optional<std::string> pending;  // a request a localisation session handed back
+  for (;;) {
+    auto line = pending ? std::move(pending) : ch.next_request();
+    pending.reset();
+    if (!line) break;
     campaign::worker_reply reply;
     const auto req = campaign::parse_request(*line);
-    if (!req) {
-      reply.error = req.error();
-    } else if (req->op == campaign::request_op::ping) {
-      reply.id = req->id;
-      reply.ok = true;
-      reply.pid = ::getpid();
-    } else if (req->op == campaign::request_op::run) {
-      reply = handle_request(*req, st);
-    } else {
-      reply = handle_localisation(*req, st);
+    if (!req || req->op == campaign::request_op::ping) {
+      if (!req) reply.error = req.error();
+      else reply.id = req->id, reply.ok = true, reply.pid = ::getpid();
+      ch.reply(campaign::to_line(reply));
+      continue;
     }
-    ch.reply(campaign::to_line(reply));
+    if (worker_detail::uses_cuda(*req)) fork_server = false;
+    auto handle = [&] {
+      return req->op == campaign::request_op::run ? handle_request(*req, st) : handle_localisation(*req, st);
+    };
+    if (!fork_server) {
+      ch.reply(campaign::to_line(handle()));
+      continue;
+    }
+    std::fflush(nullptr);
+    int hand[2] = {-1, -1};
+    const pid_t child = ::pipe2(hand, O_CLOEXEC) == 0 ? ::fork() : -1;
+    if (child < 0) {  // no fork: serve this one in-process
+      for (int fd : hand)
+        if (fd >= 0) ::close(fd);
+      ch.reply(campaign::to_line(handle()));
+      continue;
+    }
+    if (child == 0) {
+      ::close(hand[0]);
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() == 1) ::_exit(1);  // the server died before prctl took effect
+      ch.reply(campaign::to_line(handle()));
+      // A localisation session goes on while localisation steps come; anything else goes
+      // back to the server.
+      if (req->op != campaign::request_op::run) {
+        while (auto next = ch.next_request()) {
+          const auto r = campaign::parse_request(*next);
+          if (!r || r->op == campaign::request_op::run || r->op == campaign::request_op::ping ||
+              worker_detail::uses_cuda(*r)) {
+            std::string out = *next + "\n";
+            for (std::size_t off = 0; off < out.size();) {
+              const ssize_t w = ::write(hand[1], out.data() + off, out.size() - off);
+              if (w < 0 && errno == EINTR) continue;
+              if (w <= 0) break;
+              off += static_cast<std::size_t>(w);
+            }
+            break;
+          }
+          ch.reply(campaign::to_line(handle_localisation(*r, st)));
+        }
+      }
+      std::fflush(nullptr);
+      ::_exit(0);  // no atexit handlers or static destructors of the server's libraries
+    }
+    ::close(hand[1]);
+    // The pipe first (it reaches EOF when the child ends), so a long handed-back line cannot
+    // block the child while the server waits for it.
+    std::string handed;
+    char buf[4096];
+    for (;;) {
+      const ssize_t n = ::read(hand[0], buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      handed.append(buf, static_cast<std::size_t>(n));
+    }
+    ::close(hand[0]);
+    int status = 0;
+    while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) worker_detail::end_like(status);
+    if (!handed.empty()) pending = handed.substr(0, handed.find('\n'));
   }
   return 0;
 }

@@ -30,10 +30,15 @@ namespace fs = std::filesystem;
 // Wrong (x + 1) under one configuration only, the identity elsewhere.
 at::Tensor wrong_in_graph(const at::Tensor& x) { return tt::running_configuration() == "graph_executor" ? x + 1 : x.clone(); }
 at::Tensor wrong_in_threads(const at::Tensor& x) { return tt::running_configuration() == "threads_1_vs_n" ? x * 1.01 : x.clone(); }
+// NaN under one configuration only.
+at::Tensor nan_in_threads(const at::Tensor& x) {
+  return tt::running_configuration() == "threads_1_vs_n" ? x * std::numeric_limits<double>::quiet_NaN() : x.clone();
+}
 
 TORCH_LIBRARY(tfg_test_fault, m) {
   m.def("wrong_in_graph(Tensor x) -> Tensor", &wrong_in_graph);
   m.def("wrong_in_threads(Tensor x) -> Tensor", &wrong_in_threads);
+  m.def("nan_in_threads(Tensor x) -> Tensor", &nan_in_threads);
 }
 
 /// A 150-node model: sin / neg / add over a [4, 8] input, with `fault` at node 130.
@@ -73,6 +78,11 @@ struct files {
     fs::create_directories(dir);
     tt::save(m, model.string());
     tt::save_inputs({{at::randn({4, 8})}, {at::randn({4, 8})}}, inputs);
+  }
+  files(const tt::model& m, const std::vector<c10::IValue>& one_input) {
+    fs::create_directories(dir);
+    tt::save(m, model.string());
+    tt::save_inputs({one_input}, inputs);
   }
   ~files() {
     std::error_code ec;
@@ -216,6 +226,81 @@ graph(%x : Tensor):
   fallback.culprit_op = "aten::softmax";
   const auto found = tc::findings_of(o, tc::localising_attributor<tt::backend>(req, fallback, b.configs(), std::ref(w)));
   CHECK(found.empty());
+}
+
+TEST_CASE("localise: Inf where the exact value exceeds float32's range is not a finding; a kernel's NaN is") {
+  // 1 / 1e-40 (a float32 denormal) is 1e40: Inf in float32, finite in float64; times 1e-30 the
+  // output is Inf in float32 and 1e10 in float64. The division is correctly rounded in both.
+  auto g = std::make_shared<::torch::jit::Graph>();
+  ::torch::jit::parseIR(R"IR(
+graph(%x : Tensor, %d : Tensor):
+  %s : float = prim::Constant[value=1e-30]()
+  %y : Tensor = aten::div(%x, %d)
+  %z : Tensor = aten::mul(%y, %s)
+  return (%z))IR", g.get());
+  const auto m = tt::torchscript_importer::from_graph(*g, "overflow.ir");
+  auto d = at::ones({2, 4});
+  d.index_put_({0, 1}, 1e-40);  // a denormal in float32
+  const auto input = std::vector<c10::IValue>{at::ones({2, 4}), d};
+  const auto l = tt::trace_localise(m, input, "eager_op_by_op", "float64_reference");
+  INFO(l.note);
+  REQUIRE(l.position >= 0);
+  // The division's 1e40 compares equal once the float64 value is seen in float32 (Inf); the
+  // first output that differs is the product (Inf against 1e10), computed correctly from it.
+  CHECK(l.op == "aten::mul");
+  CHECK(l.divergence.kind == tfg::oracle::verdict_kind::nan_inf_mismatch);
+  CHECK(l.conditioned);
+  const files f(m, input);
+  in_process_worker w;
+  tc::worker_request req;
+  req.model = f.model.string();
+  req.inputs = f.inputs.string();
+  req.configs = {"eager_op_by_op", "float64_reference"};
+  const auto o = w(req);
+  REQUIRE(o.reply);
+  bool nonfinite = false;
+  for (const auto& v : o.reply->verdicts) nonfinite = nonfinite || v.kind == tfg::oracle::verdict_kind::nan_inf_mismatch;
+  CHECK(nonfinite);  // the outputs do disagree
+  tt::backend b;
+  tc::attribution fallback;
+  fallback.culprit_op = "aten::div";
+  CHECK(tc::findings_of(o, tc::localising_attributor<tt::backend>(req, fallback, b.configs(), std::ref(w))).empty());
+
+  // A kernel that returns NaN from finite inputs in one configuration stays a finding.
+  auto g2 = std::make_shared<::torch::jit::Graph>();
+  ::torch::jit::parseIR(R"IR(
+graph(%x : Tensor):
+  %y : Tensor = aten::sin(%x)
+  %z : Tensor = tfg_test_fault::nan_in_threads(%y)
+  %o : Tensor = aten::neg(%z)
+  return (%o))IR", g2.get());
+  const auto m2 = tt::torchscript_importer::from_graph(*g2, "nan_kernel.ir");
+  const auto l2 = tt::trace_localise(m2, std::vector<c10::IValue>{at::randn({2, 4})}, "eager_op_by_op", "threads_1_vs_n");
+  INFO(l2.note);
+  CHECK(l2.op == "tfg_test_fault::nan_in_threads");
+  CHECK(l2.divergence.kind == tfg::oracle::verdict_kind::nan_inf_mismatch);
+  CHECK_FALSE(l2.conditioned);
+}
+
+TEST_CASE("has_nonfinite_parameters: a value computed from constants alone counts (freezing folds it)") {
+  auto model_of = [](const std::string& weight_op, bool from_input) {
+    const std::string src = from_input ? "%x" : "%w";
+    auto g = std::make_shared<::torch::jit::Graph>();
+    ::torch::jit::parseIR(R"IR(
+graph(%x : Tensor):
+  %none : NoneType = prim::Constant()
+  %s : int[] = prim::Constant[value=[2, 3]]()
+  %w : Tensor = aten::ones(%s, %none, %none, %none, %none)
+  %zero : float = prim::Constant[value=0.]()
+  %z : Tensor = aten::mul()IR" + src + R"IR(, %zero)
+  %v : Tensor = )IR" + weight_op + R"IR((%z)
+  %y : Tensor = aten::mul(%x, %v)
+  return (%y))IR", g.get());
+    return tt::torchscript_importer::from_graph(*g, "cone.ir");
+  };
+  CHECK(tt::has_nonfinite_parameters(model_of("aten::reciprocal", false)));  // 1 / 0 from a constant
+  CHECK_FALSE(tt::has_nonfinite_parameters(model_of("aten::exp", false)));   // finite
+  CHECK_FALSE(tt::has_nonfinite_parameters(model_of("aten::reciprocal", true)));  // reads the input
 }
 
 // sigmoid(10 x) for x in 1.8..2.4 is exactly 1.0 in float32 and distinct in float64: top-k

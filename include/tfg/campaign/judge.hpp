@@ -240,7 +240,8 @@ struct finding_filter {
     const auto kind = oracle::finding_kind_of(v.kind);
     if (!kind || !filter.admits(*kind, v.config_a, v.config_b)) continue;
     const auto at = attribute(o, &v, *kind);
-    if (at.conditioned && *kind == K::numeric) continue;  // ill-conditioned, not a defect (docs/oracle.md)
+    // Ill-conditioned, or beyond the dtype's range: not a defect (docs/oracle.md).
+    if (at.conditioned && (*kind == K::numeric || *kind == K::nan_inf)) continue;
     std::string detail;
     if (*kind == K::exception) detail = oracle::normalise_message(v.message);
     out.push_back({signature_of(*kind, v.config_a, v.config_b, at, std::move(detail)), v.message, at, &v});

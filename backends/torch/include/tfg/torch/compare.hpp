@@ -122,8 +122,9 @@ struct compare_options {
   /// The lowest floating precision among the inputs (f64: none lower).
   oracle::dtype_class input_precision = oracle::dtype_class::f64;
   /// b rewrites the arithmetic (frozen_optimized: conv-bn folding, fused post-ops; autograd:
-  /// the graph executor's symbolic derivatives), and the model's parameters hold NaN/Inf: the
-  /// rewrite is exact only for finite parameters, so NaN/Inf patterns are not compared.
+  /// the graph executor's symbolic derivatives; the float64 runs: other kernels, e.g. a
+  /// convolution that multiplies its zero padding), and the model's parameters hold NaN/Inf:
+  /// the rewrite is exact only for finite parameters, so NaN/Inf patterns are not compared.
   bool rewrites_arithmetic = false;
   bool nonfinite_parameters = false;
 };
@@ -258,7 +259,85 @@ struct leaf_traits {
   return best;
 }
 
-/// True when a floating tensor constant of `m` (a parameter) or a float constant holds NaN or Inf.
+namespace compare_detail {
+
+[[nodiscard]] inline bool nonfinite_floating(const c10::IValue& v) {
+  bool bad = false;
+  ivalue::for_each_tensor(v, [&](const at::Tensor& t) {
+    if (!bad && t.defined() && t.is_floating_point() && t.numel() > 0 && !t.isfinite().all().item<bool>()) bad = true;
+  });
+  return bad;
+}
+
+/// Whether a value that `m` computes from its constants alone (what freezing folds into a
+/// parameter: `w * (1 / 0)` on a weight) holds NaN or Inf. The nodes of that cone run here on
+/// the constants themselves (not copied: weights are large), so in-place operators are
+/// skipped, as are random operators (not folded) and ops that fail.
+[[nodiscard]] inline bool computes_nonfinite_from_constants(const model& m) {
+  const auto& g = m.graph;
+  std::vector<std::optional<c10::IValue>> val(g.edge_capacity());
+  ::torch::jit::Stack stack;
+  for (auto n : g.topological_order()) {
+    const auto& d = g.data(n);
+    const auto outs = g.outputs(n);
+    if (d.kind == c10::prim::Constant) {
+      if (!outs.empty()) val[graph::index(outs[0])] = d.constant;
+      continue;
+    }
+    const auto ins = g.inputs(n);
+    if (!d.op || outs.empty()) continue;  // factories (no edge input) belong to the cone
+    const std::string_view kind = d.kind.toQualString();
+    if (kind.ends_with('_') || kind.find("rand") != std::string_view::npos || kind.find("dropout") != std::string_view::npos ||
+        kind.find("bernoulli") != std::string_view::npos || kind.find("normal") != std::string_view::npos)
+      continue;
+    if (!std::all_of(ins.begin(), ins.end(), [&](auto e) { return val[graph::index(e)].has_value(); })) continue;
+    stack.clear();
+    bool ok = true;
+    for (const auto& a : d.args) {
+      switch (a.how) {
+        case argument::form::edge: stack.push_back(*val[graph::index(ins[a.input])]); break;
+        case argument::form::constant: stack.push_back(a.constant); break;
+        case argument::form::list: {
+          c10::impl::GenericList list(a.type->castRaw<c10::ListType>()->getElementType());
+          for (const auto& it : a.items) list.push_back(it.is_edge ? *val[graph::index(ins[it.input])] : it.constant);
+          stack.push_back(c10::IValue(std::move(list)));
+          break;
+        }
+        case argument::form::tuple: ok = false; break;
+      }
+    }
+    if (!ok) continue;
+    try {
+      (*d.op)(stack);
+    } catch (const std::exception&) {
+      continue;
+    }
+    if (stack.size() != d.results.size()) continue;
+    for (std::size_t i = 0; i < d.results.size(); ++i) {
+      const auto& rs = d.results[i];
+      if (nonfinite_floating(stack[i])) return true;
+      if (rs.how == result_slot::form::value && rs.first_output < outs.size()) {
+        val[graph::index(outs[rs.first_output])] = stack[i];
+      } else if (rs.how == result_slot::form::list && stack[i].isList()) {
+        auto l = stack[i].toList();
+        for (std::uint32_t j = 0; j < rs.count && j < l.size() && rs.first_output + j < outs.size(); ++j)
+          val[graph::index(outs[rs.first_output + j])] = l.get(j);
+      } else if (rs.how == result_slot::form::tuple && stack[i].isTuple()) {
+        const auto& el = stack[i].toTupleRef().elements();
+        for (std::uint32_t j = 0; j < rs.count && j < el.size() && rs.first_output + j < outs.size(); ++j)
+          val[graph::index(outs[rs.first_output + j])] = el[j];
+      }
+    }
+  }
+  return false;
+}
+
+}  // namespace compare_detail
+
+/// True when a floating tensor constant of `m` (a parameter) or a float constant holds NaN or
+/// Inf, or a value `m` computes from its constants alone does (freezing folds it into a
+/// parameter: a mutation that makes a batch-norm weight `w * (1 / 0)` gives a frozen
+/// configuration an Inf parameter, which conv-bn folding spreads its own way).
 [[nodiscard]] inline bool has_nonfinite_parameters(const model& m) {
   for (auto n : m.graph.nodes()) {
     const auto& d = m.graph.data(n);
@@ -271,7 +350,7 @@ struct leaf_traits {
         !c.toTensor().isfinite().all().item<bool>())
       return true;
   }
-  return false;
+  return compare_detail::computes_nonfinite_from_constants(m);
 }
 
 /// The lowest floating precision among a set of inputs (f64 when none is lower).

@@ -385,4 +385,66 @@ operator test_halve_with_revert
   fs::remove_all(dir);
 }
 
+TEST_CASE("a mutant that writes a constant of the model in place is refused at instantiation") {
+  // The supervisor's copy of the seed shares its constants with every mutant: a probe of such
+  // a mutant changed the seed's weights for the rounds after it (mobilenet_v3_small, round 185
+  // functional_to_inplace silu -> silu_ on a constant; round 186 reported its detach as a
+  // metamorphic violation of 28.5).
+  tm::symbol_table symbols;
+  auto ctx = std::make_shared<tt::extern_context>();
+  const auto dir = write_operators("writer", R"(tfg 1
+
+/// Writes a view of a constant in place. (Its example match cannot hold: the fixture is
+/// loaded, never checked with `ops check`.)
+operator test_write_constant
+  object operator  primitive insertion  origin tfg "test"
+  anchor %w
+{
+  pattern { op(%w) == prim::Constant }
+  require input { is_floating(%w) && numel(%w) > 1 }
+  replace {
+    %v = aten::alias(%w)
+    %z = aten::relu_(%v)
+    %c = aten::clone(%z, none)
+    rewire consumers(%w) -> %c
+  }
+  example match {
+    graph(%a: f32[2,3]):
+      %w = aten::ones_like(%a, none, none, none, none, none)
+      %y = aten::neg(%w)
+      return (%y)
+    anchor %w
+  }
+  example no_match rejected_by(internal) {
+    graph(%a: f32[2,3]):
+      %w = aten::ones_like(%a, none, none, none, none, none)
+      %y = aten::neg(%w)
+      return (%y)
+    anchor %w
+  }
+}
+)");
+  auto pool = tm::load_pool({dir}, symbols, tt::torch_externs(ctx));
+  for (const auto& d : pool.diagnostics) MESSAGE(d);
+  REQUIRE(pool.ok());
+  seed mix{tt::torchscript_importer().load(std::string(TFG_SOURCE_DIR) + "/tests/data/tiny_mix.pt"),
+           tt::load_inputs(std::string(TFG_SOURCE_DIR) + "/tests/data/tiny_mix.inputs.pt"), {}};
+  mix.prof = tt::profiler().run(mix.m, mix.inputs);
+  tt::torch_match_adapter a(mix.m, mix.prof, symbols);
+  *ctx = {&mix.m, &mix.prof};
+  tm::workspace ws;
+  auto set = tm::construct(a, std::span<const tm::compiled_operator>(pool.operators), {.seed = 1});
+  REQUIRE(!set.candidates.empty());
+  for (const auto& c : set.candidates) {
+    const auto b = set.bound(c);
+    auto made = tt::instantiate(mix.m, a, pool.operators[0], b, symbols, ws, &mix.inputs);
+    REQUIRE(std::holds_alternative<tt::mutation_failure>(made));
+    const auto& f = std::get<tt::mutation_failure>(made);
+    CHECK(f.stage == tm::reject_stage::internal);
+    CHECK(f.message.find("writes a constant") != std::string::npos);
+    CHECK(f.message.find("aten::relu_") != std::string::npos);
+  }
+  fs::remove_all(dir);
+}
+
 }  // namespace tfg_test_torch_infer

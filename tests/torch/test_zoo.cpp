@@ -5,6 +5,8 @@
 #include <tfg/torch/seed_check.hpp>
 #include <tfg/torch/torch.hpp>
 
+#include <tfg/torch/mutate.hpp>
+
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -53,6 +55,9 @@ TEST_CASE("zoo: every seed imports, runs op by op equal to forward, profiles and
     module.eval();
     auto m = tt::torchscript_importer::from_module(module, path.string());
     CHECK(m.graph.check().empty());
+    // A seed never writes its own constants in place (instantiate refuses mutants that do).
+    const auto writer = tt::detail::constant_writer(m.graph);
+    CHECK_MESSAGE(writer == graph::no_node, name << ": " << (writer == graph::no_node ? "" : tt::describe(m.graph, writer)));
     auto inputs = tt::load_inputs(tt::inputs_path_for(path.string()));
     REQUIRE(inputs.size() >= 2);
     // Profiling inputs differ in more than values: every seed has a batch of two among them.

@@ -58,6 +58,45 @@ class mutant_probe final : public match::probe_source {
 /// Instantiates a candidate of `op` over `source` (seen through `adapter`) with bindings `b`
 /// (`candidate_set::bound(c)`) into a copy of the model. Returns the mutant, or why the replacement cannot be built or committed
 /// (no overload fits, an unsupported helper, a rewrite that would dangle or cycle).
+namespace detail {
+
+/// The first node of `g` that writes, in place, a tensor constant of the model or a view of
+/// one (an argument its schema marks written, `Tensor(a!)`, bound to an edge that aliases a
+/// `prim::Constant`'s tensor through view-returning ops), or no_node. Such a model is not a
+/// function of its inputs: every call changes its parameters.
+[[nodiscard]] inline graph::node_id constant_writer(const graph_type& g) {
+  std::vector<char> constant(g.edge_capacity(), 0);
+  for (auto n : g.topological_order()) {
+    const auto& d = g.data(n);
+    const auto ins = g.inputs(n), outs = g.outputs(n);
+    if (d.kind == c10::prim::Constant) {
+      if (!outs.empty() && d.constant.isTensor()) constant[graph::index(outs[0])] = 1;
+      continue;
+    }
+    const auto* schema = schema_of(g, n);
+    if (!schema) continue;
+    const auto& args = schema->arguments();
+    for (std::size_t i = 0; i < d.args.size() && i < args.size(); ++i) {
+      const auto& a = d.args[i];
+      if (a.how != argument::form::edge || !constant[graph::index(ins[a.input])]) continue;
+      const auto* alias = args[i].alias_info();
+      if (!alias) continue;
+      if (alias->isWrite()) return n;
+      // A view of the constant: every output whose alias set is the argument's.
+      const auto& rets = schema->returns();
+      for (std::size_t k = 0; k < rets.size() && k < outs.size(); ++k) {
+        const auto* r = rets[k].alias_info();
+        if (!r) continue;
+        for (const auto& set : r->beforeSets())
+          if (alias->beforeSets().count(set)) constant[graph::index(outs[k])] = 1;
+      }
+    }
+  }
+  return graph::no_node;
+}
+
+}  // namespace detail
+
 template <class Adapter>
 [[nodiscard]] std::variant<mutant, mutation_failure> instantiate(const model& source, const Adapter& adapter,
                                                                  const match::compiled_operator& op,
@@ -387,6 +426,9 @@ template <class Adapter>
   sync_outputs(out.graph_model);
   for (auto [slot, ref] : staged) out.value_edges[slot] = applied->edge(ref);
   out.added = applied->new_nodes;
+  if (const auto n = detail::constant_writer(out.graph_model.graph); n != graph::no_node)
+    return fail(describe(out.graph_model.graph, n) + " writes a constant of the model in place: the mutant would change " +
+                "its own parameters on every call (and the supervisor's copy of the seed, whose constants it shares)");
   return out;
 }
 

@@ -145,3 +145,33 @@ TEST_CASE("judge: round verdict names round-trip") {
 }
 
 }  // namespace tfg_test_campaign_judge
+
+namespace tfg_test_campaign_judge {
+
+TEST_CASE("judge: the float64 autograd pair's NaN/Inf at a node the op-by-op pair found correctly rounded is not a finding") {
+  // swin_v2_t, 250 rounds: float32 underflow made 0/0 at a div in eager and autograd_eager
+  // alike; the op-by-op pair's trace found the div correctly rounded on each side's inputs,
+  // the autograd pair (bisection) cannot check that and named the same div.
+  auto r = ran({{"eager_op_by_op", true, "", 1, 0}, {"float64_reference", true, "", 1, 0},
+                {"autograd_eager", true, "", 1, 0}, {"autograd_float64", true, "", 1, 0}});
+  r.verdicts = {diff(verdict_kind::nan_inf_mismatch, "eager_op_by_op", "float64_reference"),
+                diff(verdict_kind::nan_inf_mismatch, "autograd_eager", "autograd_float64")};
+  auto attribute_at = [](std::int64_t op_by_op_pos, bool conditioned) -> attributor {
+    return [=](const run_outcome&, const tfg::oracle::verdict* v, finding_kind) {
+      attribution a = culprit("aten::div");
+      a.localised = true;
+      const bool op_by_op = v && v->config_a == "eager_op_by_op";
+      a.position = op_by_op ? op_by_op_pos : 172;
+      a.conditioned = op_by_op && conditioned;
+      return a;
+    };
+  };
+  CHECK(findings_of(reply_outcome(r), attribute_at(172, true)).empty());
+  // Another node, or a divergence the trace did not excuse: the autograd pair is a finding.
+  const auto other = findings_of(reply_outcome(r), attribute_at(171, true));
+  REQUIRE(other.size() == 1);
+  CHECK(other[0].signature.config_b == "autograd_float64");
+  CHECK(findings_of(reply_outcome(r), attribute_at(172, false)).size() == 2);
+}
+
+}  // namespace tfg_test_campaign_judge

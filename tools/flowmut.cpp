@@ -240,9 +240,22 @@ int run_candidates(const std::string& model_path, const std::string& inputs_path
     tfg::match::workspace ws;
     for (const auto& c : set.candidates) {
       ++tried[c.op];
-      auto r = tfg::torch::mutate(m, adapter, ops[c.op], set.bound(c), lp->symbols, lp->pool.requirements, inputs, ws);
-      if (std::holds_alternative<tfg::torch::mutant>(r)) ++legal[c.op];
-      else ++reasons[std::string(tfg::match::name(std::get<tfg::torch::mutation_failure>(r).stage))];
+      // As a campaign decides: instantiate, refute on inferred shapes and dtypes, then run it.
+      const auto b = set.bound(c);
+      auto made = tfg::torch::instantiate(m, adapter, ops[c.op], b, lp->symbols, ws, &inputs);
+      if (auto* f = std::get_if<tfg::torch::mutation_failure>(&made)) {
+        ++reasons[std::string(tfg::match::name(f->stage))];
+        continue;
+      }
+      auto& mu = std::get<tfg::torch::mutant>(made);
+      if (auto f = tfg::torch::static_check(mu, adapter, ops[c.op], b, lp->symbols, lp->pool.requirements, ws)) {
+        ++reasons[std::string(tfg::match::name(f->stage)) + " before execution"];
+        continue;
+      }
+      if (auto f = tfg::torch::check_mutant(mu, adapter, ops[c.op], b, lp->symbols, lp->pool.requirements, inputs, ws))
+        ++reasons[std::string(tfg::match::name(f->stage))];
+      else
+        ++legal[c.op];
     }
   }
   std::printf("%-40s %9s %9s%s\n", "operator", "pattern+", "retained", probe ? "     legal" : "");

@@ -199,7 +199,8 @@ TEST_CASE("match: construct counts every (edge, operator) pair once, by first re
   for (auto const& cand : set.candidates) {
     if (cand.op == 1) CHECK(cand.anchor == c.g);
     auto const& op = r.operators[cand.op];
-    REQUIRE(set.values_of(cand).size() == op.values.size());
+    REQUIRE(set.values_of(cand).size() == op.pattern_value_count);
+    REQUIRE(set.bound(cand).values.size() == op.values.size());
     CHECK(set.values_of(cand)[op.anchor] == cand.anchor);
     CHECK(set.nodes_of(cand).size() == op.pattern.size());
     CHECK(set.bound(cand).values[op.anchor] == cand.anchor);

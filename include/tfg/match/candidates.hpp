@@ -23,10 +23,14 @@ namespace tfg::match {
 struct candidate {
   edge_id anchor = graph::no_edge;
   std::uint32_t op = 0;         ///< index into the operator span given to `construct`
-  std::uint32_t values_at = 0;  ///< first entry in candidate_set::values (op.values.size() entries)
+  std::uint32_t values_at = 0;  ///< first entry in candidate_set::values (the pattern values' entries)
   std::uint32_t nodes_at = 0;   ///< first entry in candidate_set::nodes (op.pattern.size() entries)
   std::uint32_t params_at = 0;  ///< first entry in candidate_set::params (op.params.size() entries)
   std::uint16_t value_count = 0, node_count = 0, param_count = 0;
+  /// op.values.size(): the pattern values (stored) and the replacement values, which have no
+  /// edge before instantiation and are not stored (an operator that builds weights names a
+  /// dozen of them; storing them doubled the memory of a million-edge candidate set).
+  std::uint16_t value_slots = 0;
 };
 
 /// Pairs by the stage that rejected them first; `accepted` counts retained candidates.
@@ -81,12 +85,15 @@ struct candidate_set {
   [[nodiscard]] std::span<const attr_value> params_of(candidate const& c) const {
     return {params.data() + c.params_at, c.param_count};
   }
-  /// The bindings of `c` as a `bindings` object (for `evaluate_deferred` and friends).
+  /// The bindings of `c` as a `bindings` object (for `evaluate_deferred` and friends): every
+  /// value slot, the replacement values' as `no_edge`.
   [[nodiscard]] bindings bound(candidate const& c) const {
     auto const v = values_of(c);
     auto const n = nodes_of(c);
     auto const p = params_of(c);
-    return bindings{{v.begin(), v.end()}, {n.begin(), n.end()}, {p.begin(), p.end()}};
+    bindings b{{v.begin(), v.end()}, {n.begin(), n.end()}, {p.begin(), p.end()}};
+    if (b.values.size() < c.value_slots) b.values.resize(c.value_slots, graph::no_edge);
+    return b;
   }
 };
 
@@ -130,7 +137,7 @@ template <match_adapter A>
   auto bound_add = [&](std::uint32_t oi, std::uint64_t n) {
     to_examine += n;
     bound[0] += n;
-    bound[1] += n * ops[oi].values.size();
+    bound[1] += n * ops[oi].pattern_value_count;
     bound[2] += n * ops[oi].pattern.size();
     bound[3] += n * ops[oi].params.size();
   };
@@ -156,14 +163,17 @@ template <match_adapter A>
     ++counts.by_stage[static_cast<int>(st)];
     if (options.record_pairs) out.pairs.push_back({e, oi, st});
     if (st == reject_stage::accepted && options.keep_candidates) {
+      // Only the pattern values: the replacement slots after them have no edge yet.
+      auto const stored = std::min<std::size_t>(b.values.size(), ops[oi].pattern_value_count);
       candidate c{e, oi, static_cast<std::uint32_t>(out.values.size()), static_cast<std::uint32_t>(out.nodes.size()),
-                  static_cast<std::uint32_t>(out.params.size()), static_cast<std::uint16_t>(b.values.size()),
-                  static_cast<std::uint16_t>(b.nodes.size()), static_cast<std::uint16_t>(b.params.size())};
-      grow(out.values, b.values.size(), bound[1]);
+                  static_cast<std::uint32_t>(out.params.size()), static_cast<std::uint16_t>(stored),
+                  static_cast<std::uint16_t>(b.nodes.size()), static_cast<std::uint16_t>(b.params.size()),
+                  static_cast<std::uint16_t>(b.values.size())};
+      grow(out.values, stored, bound[1]);
       grow(out.nodes, b.nodes.size(), bound[2]);
       grow(out.params, b.params.size(), bound[3]);
       grow(out.candidates, 1, bound[0]);
-      out.values.insert(out.values.end(), b.values.begin(), b.values.end());
+      out.values.insert(out.values.end(), b.values.begin(), b.values.begin() + static_cast<std::ptrdiff_t>(stored));
       out.nodes.insert(out.nodes.end(), b.nodes.begin(), b.nodes.end());
       out.params.insert(out.params.end(), b.params.begin(), b.params.end());
       out.candidates.push_back(c);

@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 // Its own namespace: the suite is a unity build (tests/CMakeLists.txt).
 namespace tfg_test_torch_infer {
@@ -445,6 +446,147 @@ operator test_write_constant
     CHECK(f.message.find("aten::relu_") != std::string::npos);
   }
   fs::remove_all(dir);
+}
+
+TEST_CASE("a traced size carried by a tensor (NumToTensor, floor_divide, Int) follows the mutation upstream") {
+  // How tracing records window partitions (swin_v2_t, mask2former): the size goes through a
+  // 0-dim tensor. Its metadata does not change with the size, so inference used to stop there
+  // and the view read the seed's size: change_input_resolution on swin_v2_t was refused before
+  // execution ("shape '[1, 4, 4, 4, 4, 48]' is invalid") and legal when run.
+  auto g = std::make_shared<::torch::jit::Graph>();
+  ::torch::jit::parseIR(R"IR(
+graph(%x : Tensor, %k : Tensor):
+  %zero : int = prim::Constant[value=0]()
+  %one : int = prim::Constant[value=1]()
+  %two : int = prim::Constant[value=2]()
+  %three : int = prim::Constant[value=3]()
+  %four : int = prim::Constant[value=4]()
+  %s : int[] = prim::Constant[value=[1, 1]]()
+  %z : int[] = prim::Constant[value=[0, 0]]()
+  %f : bool = prim::Constant[value=0]()
+  %t : bool = prim::Constant[value=1]()
+  %none : NoneType = prim::Constant()
+  %y : Tensor = aten::_convolution(%x, %k, %none, %s, %s, %s, %f, %z, %one, %f, %f, %t, %t)
+  %n : int = aten::size(%y, %zero)
+  %c : int = aten::size(%y, %one)
+  %h : int = aten::size(%y, %two)
+  %w : int = aten::size(%y, %three)
+  %ht : Tensor = prim::NumToTensor(%h)
+  %qt : Tensor = aten::floor_divide(%ht, %four)
+  %q : int = aten::Int(%qt)
+  %l : int[] = prim::ListConstruct(%n, %c, %q, %four, %w)
+  %v : Tensor = aten::view(%y, %l)
+  %r : Tensor = aten::relu(%v)
+  return (%r))IR",
+                        g.get());
+  seed s{tt::torchscript_importer::from_graph(*g, "traced_size.ir"), {}, {}};
+  s.inputs.push_back({at::randn({1, 3, 16, 16}), at::randn({2, 3, 3, 3})});
+  s.inputs.push_back({at::randn({2, 3, 24, 24}), at::randn({2, 3, 3, 3})});
+  s.prof = tt::profiler().run(s.m, s.inputs);
+  // The bundled operator, one scale at a time (a candidate draws one).
+  std::ifstream in(fs::path(TFG_SOURCE_DIR) / "operators/tensor/change_input_resolution.tfg");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string scales = "{0.5, 0.75, 1.25, 1.5, 2.0}";
+  REQUIRE(text.find(scales) != std::string::npos);
+  std::size_t legal = 0, refused = 0;
+  for (const std::string scale : {"0.5", "0.75", "1.25", "1.5", "2.0"}) {
+    std::string one = text;
+    one.replace(one.find(scales), scales.size(), "{" + scale + "}");
+    const auto dir = write_operators("resolution", one);
+    tm::symbol_table symbols;
+    auto ctx = std::make_shared<tt::extern_context>();
+    auto pool = tm::load_pool({dir}, symbols, tt::torch_externs(ctx));
+    for (const auto& d : pool.diagnostics) MESSAGE(d);
+    REQUIRE(pool.ok());
+    tt::torch_match_adapter a(s.m, s.prof, symbols);
+    *ctx = {&s.m, &s.prof};
+    tm::workspace ws;
+    auto set = tm::construct(a, std::span<const tm::compiled_operator>(pool.operators), {.seed = 1});
+    REQUIRE(set.candidates.size() == 1);
+    const auto& c = set.candidates.front();
+    const auto& op = pool.operators[c.op];
+    const auto b = set.bound(c);
+    auto made = tt::instantiate(s.m, a, op, b, symbols, ws, &s.inputs);
+    REQUIRE(std::holds_alternative<tt::mutant>(made));
+    auto& mu = std::get<tt::mutant>(made);
+    const auto before = tt::static_check(mu, a, op, b, symbols, pool.requirements, ws);
+    const auto probe = tt::check_mutant(mu, a, op, b, symbols, pool.requirements, s.inputs, ws);
+    // 16 and 24 rows become 8 and 12, 12 and 18, 20 and 30, 24 and 36, 32 and 48: the view
+    // needs a multiple of 4 on both inputs. Inference and the run agree on each scale.
+    CHECK_MESSAGE(before.has_value() == probe.has_value(), "scale " << scale << ": " << (before ? before->message : "kept"));
+    legal += !before && !probe;
+    refused += before.has_value();
+    if (!before && !probe) {
+      const auto inf = tt::infer_mutant(mu, a);
+      for (auto e : mu.graph_model.graph.edges()) {
+        const auto& got = inf.prof.edges[tfg::graph::index(e)].runs;
+        const auto& ran = mu.probe.edges[tfg::graph::index(e)].runs;
+        if (got.empty() || ran.size() != got.size()) continue;
+        for (std::size_t r = 0; r < got.size(); ++r)
+          if (got[r].kind == tfg::state::value_kind::tensor) CHECK(got[r].shape == ran[r].shape);
+      }
+    }
+    fs::remove_all(dir);
+  }
+  // Scales 0.5, 1.5 and 2.0 keep both inputs' rows multiples of 4.
+  CHECK(legal == 3);
+  CHECK(refused == 2);
+}
+
+TEST_CASE("a traced size mixing a changed and an unchanged factor is left unknown, not the seed's") {
+  // mask2former's window attention: reshape(x, [B * num_windows, ...]) where B changes with
+  // the batch and num_windows (from H and W) does not. num_windows is read back from its
+  // state (a meta tensor, value unknown); the product used to keep the seed's metadata, the
+  // propagation stopped, and aten::Int gave the seed's B * num_windows: expand_input_batch
+  // was refused before execution ("shape '[16, 16, 32]' is invalid") and legal when run.
+  auto g = std::make_shared<::torch::jit::Graph>();
+  ::torch::jit::parseIR(R"IR(
+graph(%x : Tensor):
+  %zero : int = prim::Constant[value=0]()
+  %one : int = prim::Constant[value=1]()
+  %two : int = prim::Constant[value=2]()
+  %three : int = prim::Constant[value=3]()
+  %four : int = prim::Constant[value=4]()
+  %y : Tensor = aten::relu(%x)
+  %n : int = aten::size(%y, %zero)
+  %nt : Tensor = prim::NumToTensor(%n)
+  %h : int = aten::size(%y, %two)
+  %ht : Tensor = prim::NumToTensor(%h)
+  %q : Tensor = aten::floor_divide(%ht, %four)
+  %m : Tensor = aten::mul(%nt, %q)
+  %mi : int = aten::Int(%m)
+  %c : int = aten::size(%y, %one)
+  %w : int = aten::size(%y, %three)
+  %l : int[] = prim::ListConstruct(%mi, %c, %four, %w)
+  %v : Tensor = aten::reshape(%y, %l)
+  %r : Tensor = aten::relu(%v)
+  return (%r))IR",
+                        g.get());
+  seed s{tt::torchscript_importer::from_graph(*g, "traced_product.ir"), {}, {}};
+  s.inputs.push_back({at::randn({1, 3, 16, 8})});
+  s.inputs.push_back({at::randn({2, 3, 16, 8})});
+  s.prof = tt::profiler().run(s.m, s.inputs);
+  tm::symbol_table symbols;
+  auto ctx = std::make_shared<tt::extern_context>();
+  auto pool = tm::load_pool({fs::path(TFG_SOURCE_DIR) / "operators/tensor/expand_input_batch.tfg"}, symbols,
+                            tt::torch_externs(ctx));
+  for (const auto& d : pool.diagnostics) MESSAGE(d);
+  REQUIRE(pool.ok());
+  tt::torch_match_adapter a(s.m, s.prof, symbols);
+  *ctx = {&s.m, &s.prof};
+  tm::workspace ws;
+  auto set = tm::construct(a, std::span<const tm::compiled_operator>(pool.operators), {.seed = 1});
+  REQUIRE(set.candidates.size() == 1);
+  const auto& c = set.candidates.front();
+  const auto& op = pool.operators[c.op];
+  const auto b = set.bound(c);
+  auto made = tt::instantiate(s.m, a, op, b, symbols, ws, &s.inputs);
+  REQUIRE(std::holds_alternative<tt::mutant>(made));
+  auto& mu = std::get<tt::mutant>(made);
+  const auto before = tt::static_check(mu, a, op, b, symbols, pool.requirements, ws);
+  const auto probe = tt::check_mutant(mu, a, op, b, symbols, pool.requirements, s.inputs, ws);
+  CHECK_MESSAGE(!probe.has_value(), (probe ? probe->message : std::string()));
+  CHECK_MESSAGE(!before.has_value(), (before ? before->message : std::string()));
 }
 
 }  // namespace tfg_test_torch_infer

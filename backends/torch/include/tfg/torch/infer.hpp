@@ -6,7 +6,9 @@
 /// no data): every graph input and every seed edge the replacement reads becomes a meta
 /// tensor built from its F(e), run by run; each new node, and each seed node downstream whose
 /// input metadata changed, is called through its own kernel on them. Propagation stops where
-/// an output's metadata equals the seed's (below that point the mutant is the seed, shape-wise).
+/// an output's metadata equals the seed's (below that point the mutant is the seed, shape-wise),
+/// except below a 0-dim integer tensor or a real one, whose value a state does not show (a
+/// traced size: int -> prim::NumToTensor -> arithmetic -> aten::Int): that is always propagated.
 /// A kernel without a meta implementation in this LibTorch (1.13 has none for convolution,
 /// layer_norm, batch_norm, embedding, hardswish, adaptive pooling) falls back to TorchScript's
 /// symbolic shape function for the op: its sizes are kept; its dtype is the one the seed
@@ -22,8 +24,9 @@
 /// only their metadata-only conjuncts (`match::refuted`); values, strides, aliasing and
 /// externs stay for the probe. Only `aten::` and `prim::` operators are called, on meta
 /// tensors; an operator of another namespace (a custom library, whose kernel may run its real
-/// code on any dispatch key) leaves its outputs unknown. So no real kernel runs and a campaign
-/// can call it in the supervisor before any worker sees the mutant.
+/// code on any dispatch key) leaves its outputs unknown. No real kernel runs on the model's
+/// data (only on sizes that tracing carries in 0-dim tensors), so a campaign can call it in
+/// the supervisor before any worker sees the mutant.
 #include <tfg/match/requirement_check.hpp>
 #include <tfg/torch/compat.hpp>
 #include <tfg/torch/match_adapter.hpp>
@@ -111,6 +114,18 @@ namespace detail {
   return a.shape == b.shape && a.type == b.type && a.type_known == b.type_known && a.strides == b.strides;
 }
 
+/// Whether some argument (or list element) is a meta tensor.
+[[nodiscard]] inline bool reads_meta(const std::vector<c10::IValue>& args) {
+  const auto meta = [](const c10::IValue& v) { return v.isTensor() && v.toTensor().defined() && v.toTensor().is_meta(); };
+  for (const auto& v : args) {
+    if (meta(v)) return true;
+    if (v.isList())
+      for (const auto& x : v.toListRef())
+        if (meta(x)) return true;
+  }
+  return false;
+}
+
 /// Whether the dispatcher has a kernel for node `n`'s operator on the Meta key (its own, or a
 /// composite one that decomposes into operators that may have one). Ops outside the
 /// dispatcher (prim::) are tried.
@@ -173,7 +188,7 @@ namespace detail {
 
 /// Propagates the metadata of mutant `mu` of the seed seen through `seed` (its F(e)) on meta
 /// tensors; see the file comment. Node and edge ids of `mu` are the seed's where they exist
-/// (ids are never reused). Never runs a real kernel; does not throw for a kernel's
+/// (ids are never reused). Runs no real kernel on the model's data; does not throw for a kernel's
 /// refusal (that is `refusal`).
 template <class Adapter>
 [[nodiscard]] inference infer_mutant(const mutant& mu, const Adapter& seed) {
@@ -264,15 +279,19 @@ template <class Adapter>
         if (!known) break;
         const auto args = stack;
         // An op the dispatcher has no Meta kernel for is not called: the exception it would
-        // throw costs a symbolised backtrace (most of the time of inference on a CNN).
-        bool missing = !detail::has_meta_kernel(g, n);
+        // throw costs a symbolised backtrace (most of the time of inference on a CNN). An op
+        // that reads no meta tensor (aten::Int of a traced size, arithmetic on 0-dim tensors
+        // from prim::NumToTensor) runs on its real, tiny arguments whatever the cache says:
+        // aten::Int has no meta path, but a real scalar it converts.
+        const bool reads_meta = detail::reads_meta(args);
+        bool missing = reads_meta && !detail::has_meta_kernel(g, n);
         if (!missing) {
           try {
             (*d.op)(stack);
           } catch (const std::exception& e) {
             const std::string what = clean_error(e.what());
             missing = detail::meta_missing(what);
-            if (missing)
+            if (missing && reads_meta)
               if (const auto* sc = schema_of(g, n)) detail::meta_path_missing().insert(sc);
             if (!missing && guess) {
               known = false;
@@ -373,7 +392,17 @@ template <class Adapter>
         // Below an output whose metadata is the seed's, the mutant is the seed, shape-wise. A
         // guessed dtype (and the contiguous strides a shape function implies) that agrees with
         // the seed's shape and dtype is taken as the seed's state.
-        bool same = true;
+        // A traced size travels in a 0-dim integer tensor: int -> prim::NumToTensor ->
+        // floor_divide / mul -> aten::Int -> view. Its value is what matters and equal metadata
+        // says nothing about it, so such an output (and any real, not meta, tensor) stays
+        // changed and its readers are evaluated: with a real value they compute the new size,
+        // with a meta one (a seed edge read back from its state) aten::Int leaves it unknown.
+        // Otherwise aten::Int would keep the seed's size and a legal view would be refused.
+        bool same = std::none_of(values[graph::index(e)].begin(), values[graph::index(e)].end(), [](const c10::IValue& v) {
+          if (!v.isTensor() || !v.toTensor().defined()) return false;
+          const auto& t = v.toTensor();
+          return !t.is_meta() || (t.dim() == 0 && c10::isIntegralType(t.scalar_type(), /*includeBool=*/true));
+        });
         for (std::size_t r = 0; same && r < runs; ++r)
           same = guess ? got[k][r].kind == p[r].kind && got[k][r].shape == p[r].shape && got[k][r].type == p[r].type
                        : detail::same_metadata(p[r], got[k][r]);

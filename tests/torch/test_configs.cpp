@@ -7,6 +7,7 @@
 #include <tfg/torch/configs.hpp>
 #include <tfg/torch/import.hpp>
 #include <tfg/torch/inputs.hpp>
+#include <tfg/torch/localise.hpp>
 
 #include <doctest/doctest.h>
 #include <torch/csrc/jit/ir/irparser.h>
@@ -274,6 +275,45 @@ graph(%x : Tensor):
     const auto ties = tt::tie_dependent_outputs(am, a.outputs[0]);
     CHECK(ties == std::vector<bool>{true, false});
   }
+}
+
+TEST_CASE("config gradients: NaN spread by other derivative formulas is not a finding once the forward computes NaN") {
+  // swin_v2_t, inject_special_value x * (-1/0), round 13 of a 30-round check: the graph
+  // executor's symbolic derivative of relu multiplies the incoming gradient by a 0/1 mask
+  // (NaN * 0 = NaN), eager's threshold_backward selects (0): 4,608 gradient elements NaN under
+  // `autograd` only. Plain torch shows the same on relu(x) * y with y = [-inf, 1, nan, 1].
+  auto m = from_ir(R"IR(
+graph(%x : Tensor, %y : Tensor):
+  %r : Tensor = aten::relu(%x)
+  %z : Tensor = aten::mul(%r, %y)
+  return (%z)
+)IR");
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const auto x = at::tensor({-1.0f, 2.0f, -3.0f, 4.0f});
+  const auto y = at::tensor({-inf, 1.0f, nan, 1.0f});
+  const tt::input_set inputs{{x, y}};
+  const auto fwd = tt::run_config("eager_op_by_op", m, inputs);
+  const auto ga = tt::run_config("autograd_eager", m, inputs);
+  const auto gb = tt::run_config("autograd", m, inputs);
+  REQUIRE_MESSAGE(fwd.ok(), fwd.error);
+  REQUIRE_MESSAGE(ga.ok(), ga.error);
+  REQUIRE_MESSAGE(gb.ok(), gb.error);
+  CHECK(tt::has_nonfinite_outputs(fwd));
+  // The difference is real: without the forward's NaN known, it is a NaN/Inf mismatch.
+  const auto raw = tt::judge(ga, gb, tt::options_for("autograd", inputs[0], false, false), &m);
+  INFO(raw.message);
+  CHECK(raw.kind == verdict_kind::nan_inf_mismatch);
+  const auto v = tt::judge(ga, gb, tt::options_for("autograd", inputs[0], false, tt::has_nonfinite_outputs(fwd)), &m);
+  INFO(v.message);
+  CHECK(v.kind == verdict_kind::within_tolerance);
+  CHECK_FALSE(oracle::is_finding(v.kind));
+  // A finite forward keeps NaN patterns of gradients judged: the same gradients with the
+  // forward finite are still a mismatch.
+  const auto x_pos = at::tensor({1.0f, 2.0f, 3.0f, 4.0f});
+  const auto y_fin = at::tensor({-1.0f, 1.0f, 2.0f, 1.0f});
+  const auto fin = tt::run_config("eager_op_by_op", m, tt::input_set{{x_pos, y_fin}});
+  REQUIRE(fin.ok());
+  CHECK_FALSE(tt::has_nonfinite_outputs(fin));
 }
 
 TEST_CASE("config conditioning: one-ulp input noise explains an ill-conditioned model, not a wrong kernel") {

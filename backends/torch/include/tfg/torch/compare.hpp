@@ -32,7 +32,9 @@
 ///    `gradient_scale`: rms(b - a) against the floor at rms(a), and rms(b - r) against
 ///    reference_slack rms(a - r) plus the floor at rms(r); against their own float64 run, beyond
 ///    `gradient_reference_rtol` of rms(r). A handful of elements at kinks of relu-like ops
-///    (where the two runs take different sides) move the norm little;
+///    (where the two runs take different sides) move the norm little. When the forward pass
+///    already computes NaN/Inf and b rewrites the arithmetic, NaN/Inf patterns of gradients are
+///    not compared (`compare_options::nonfinite_forward`);
 ///  - conditioning: a peer may be a's own configuration run on inputs and parameters moved by
 ///    one float32 ulp (`perturbed_inputs`, `perturbed_parameters`): where that alone moves a as
 ///    far as a (or b) is from the truth, the model is ill-conditioned at float32 precision (or
@@ -127,6 +129,13 @@ struct compare_options {
   /// the rewrite is exact only for finite parameters, so NaN/Inf patterns are not compared.
   bool rewrites_arithmetic = false;
   bool nonfinite_parameters = false;
+  /// The forward pass already computes NaN/Inf (some output of the op-by-op reference run on
+  /// some input holds one): backpropagated through it, gradients are NaN/Inf wherever a
+  /// derivative formula multiplies (NaN * 0 = NaN) rather than selects, and b's formulas (the
+  /// graph executor's symbolic derivatives mask relu's gradient by a multiply, eager's
+  /// threshold_backward selects) spread them differently. With `rewrites_arithmetic`, NaN/Inf
+  /// patterns of gradients are then not compared.
+  bool nonfinite_forward = false;
 };
 
 /// What the judgement of one output leaf needs to know about how it was computed.
@@ -334,6 +343,14 @@ namespace compare_detail {
 
 }  // namespace compare_detail
 
+/// Whether some floating output of `r` (a forward run) holds NaN or Inf on some input.
+[[nodiscard]] inline bool has_nonfinite_outputs(const run_result& r) {
+  for (const auto& outs : r.outputs)
+    for (const auto& leaf : outs)
+      if (compare_detail::nonfinite_floating(leaf.value)) return true;
+  return false;
+}
+
 /// True when a floating tensor constant of `m` (a parameter) or a float constant holds NaN or
 /// Inf, or a value `m` computes from its constants alone does (freezing folds it into a
 /// parameter: a mutation that makes a batch-norm weight `w * (1 / 0)` gives a frozen
@@ -437,6 +454,13 @@ inline void compare_floating(oracle::verdict& v, const at::Tensor& A, const at::
       v.kind = verdict_kind::within_tolerance;
       v.message = std::to_string(n) + " elements are NaN/Inf on one side only: not compared, the model's parameters hold "
                   "NaN/Inf and b rewrites the arithmetic (exact only for finite parameters)";
+      return;
+    }
+    if (gradient && opt.rewrites_arithmetic && opt.nonfinite_forward) {
+      v.kind = verdict_kind::within_tolerance;
+      v.message = std::to_string(n) + " gradient elements are NaN/Inf on one side only: not compared, the forward pass "
+                  "computes NaN/Inf and b's derivative formulas spread it differently (a mask multiplied, NaN * 0 = NaN, "
+                  "where the reference selects)";
       return;
     }
     v.kind = verdict_kind::nan_inf_mismatch;

@@ -162,9 +162,10 @@ inline void describe_node(const model& m, std::size_t position, const edge_value
 }
 
 /// Options the worker judges configuration b against a with (layout-changing b, arithmetic
-/// rewriting b, the inputs' lowest precision); `nonfinite_parameters`: has_nonfinite_parameters.
+/// rewriting b, the inputs' lowest precision); `nonfinite_parameters`: has_nonfinite_parameters;
+/// `nonfinite_forward`: has_nonfinite_outputs of the op-by-op reference run.
 [[nodiscard]] inline compare_options options_for(std::string_view b, const std::vector<c10::IValue>& input,
-                                                 bool nonfinite_parameters = false) {
+                                                 bool nonfinite_parameters = false, bool nonfinite_forward = false) {
   compare_options opt;
   opt.layout_changes = b == "channels_last" || b == "frozen_optimized";
   // The float64 runs take other kernels too (no oneDNN in float64: the native convolution
@@ -173,6 +174,7 @@ inline void describe_node(const model& m, std::size_t position, const edge_value
   opt.rewrites_arithmetic =
       b == "frozen_optimized" || b == "autograd" || b == "float64_reference" || b == "autograd_float64";
   opt.nonfinite_parameters = nonfinite_parameters;
+  opt.nonfinite_forward = nonfinite_forward;
   opt.input_precision = input_precision(input);
   return opt;
 }

@@ -173,6 +173,8 @@ inline void reseed_cpu_generator() {
   std::map<std::string, bool> agrees;  // config -> agrees with its reference (no finding)
   const auto opt_input = (*inputs).empty() ? std::vector<c10::IValue>{} : (*inputs)[0];
   const bool nonfinite = has_nonfinite_parameters(m);
+  const auto eager = results.find("eager_op_by_op");
+  const bool nonfinite_forward = eager != results.end() && eager->second.ok() && has_nonfinite_outputs(eager->second);
   for (const auto& c : order) {
     const auto info = find_config(c);
     if (!info || info->reference.empty()) continue;
@@ -193,7 +195,7 @@ inline void reseed_cpu_generator() {
     }
     oracle::verdict v;
     try {
-      v = judge(a->second, b->second, options_for(c, opt_input, nonfinite), &m, ref64, peers);
+      v = judge(a->second, b->second, options_for(c, opt_input, nonfinite, nonfinite_forward), &m, ref64, peers);
       // A numeric disagreement with the float64 truth: is float32 simply this noisy here? Run
       // a's configuration again on inputs and parameters moved by one float32 ulp and judge with
       // that run as one more peer: where the noise alone moves a as far, float32 cannot do
@@ -209,7 +211,7 @@ inline void reseed_cpu_generator() {
         if (self.ok()) {
           auto with_self = peers;
           with_self.push_back(&self);
-          auto v2 = judge(a->second, b->second, options_for(c, opt_input, nonfinite), &m, ref64, with_self);
+          auto v2 = judge(a->second, b->second, options_for(c, opt_input, nonfinite, nonfinite_forward), &m, ref64, with_self);
           if (!v2.finding()) {
             v2.message = "ill-conditioned at float32, not compared: one-ulp noise on inputs and parameters moves " + a->first +
                          " as far (" + v.message + ")";

@@ -64,6 +64,33 @@ struct seed {
 struct tally {
   std::size_t candidates = 0, refused = 0, compared = 0, dtype_compared = 0;
 };
+/// The states inference gave `mu`'s edges against those its probe recorded: shapes, and dtypes
+/// where inference knows them. Every edge is compared (an edge the propagation left at the
+/// seed's state must still have it); the counts are of the states inference computed (new or
+/// changed edges).
+void check_inferred_states(const seed& s, const tt::torch_match_adapter& a, const tt::mutant& mu,
+                           const tt::inference& inf, const std::string& name, tally& t) {
+  for (auto e : mu.graph_model.graph.edges()) {
+    const auto& got = inf.prof.edges[tfg::graph::index(e)].runs;
+    const auto& ran = mu.probe.edges[tfg::graph::index(e)].runs;
+    if (got.empty() || ran.size() != got.size()) continue;
+    const auto& was = a.profile(e).runs;
+    for (std::size_t r = 0; r < got.size(); ++r) {
+      if (got[r].kind != tfg::state::value_kind::tensor) continue;
+      const bool computed = was.size() != got.size() || was[r].shape != got[r].shape || !got[r].type_known ||
+                            was[r].type != got[r].type || !mu.graph_model.graph.alive(e) ||
+                            tfg::graph::index(e) >= s.prof.edges.size();
+      t.compared += computed;
+      const std::string where = name + " at %" + mu.graph_model.graph.data(e).name;
+      CHECK_MESSAGE(got[r].shape == ran[r].shape, where);
+      if (got[r].type_known) {
+        t.dtype_compared += computed;
+        CHECK_MESSAGE(got[r].type == ran[r].type, where);
+      }
+    }
+  }
+}
+
 tally agree_with_probe(seed& s, tm::pool& pool, tm::symbol_table& symbols, tt::extern_context& ctx) {
   tally t;
   tt::torch_match_adapter a(s.m, s.prof, symbols);
@@ -87,29 +114,47 @@ tally agree_with_probe(seed& s, tm::pool& pool, tm::symbol_table& symbols, tt::e
       continue;
     }
     if (probe) continue;  // illegal: the probe may have stopped before every edge ran
-    for (auto e : mu.graph_model.graph.edges()) {
-      const auto& got = inf.prof.edges[tfg::graph::index(e)].runs;
-      const auto& ran = mu.probe.edges[tfg::graph::index(e)].runs;
-      if (got.empty() || ran.size() != got.size()) continue;
-      // Every edge is compared (an edge the propagation left at the seed's state must still
-      // have it); the counts are of the states inference computed (new or changed edges).
-      const auto& was = a.profile(e).runs;
-      for (std::size_t r = 0; r < got.size(); ++r) {
-        if (got[r].kind != tfg::state::value_kind::tensor) continue;
-        const bool computed = was.size() != got.size() || was[r].shape != got[r].shape || !got[r].type_known ||
-                              was[r].type != got[r].type || !mu.graph_model.graph.alive(e) ||
-                              tfg::graph::index(e) >= s.prof.edges.size();
-        t.compared += computed;
-        const std::string where = op.name + " at %" + mu.graph_model.graph.data(e).name;
-        CHECK_MESSAGE(got[r].shape == ran[r].shape, where);
-        if (got[r].type_known) {
-          t.dtype_compared += computed;
-          CHECK_MESSAGE(got[r].type == ran[r].type, where);
-        }
-      }
-    }
+    check_inferred_states(s, a, mu, inf, op.name, t);
   }
   return t;
+}
+
+/// Every candidate of the operators at `paths` on `s` (construction seeded with 1), decided as
+/// a campaign decides it: instantiated (which must succeed), checked before execution, then
+/// probed. Owns the pool the decisions point into.
+struct decisions {
+  struct one {
+    const tm::compiled_operator* op;
+    tfg::graph::edge_id anchor;
+    tt::mutant mu;
+    std::optional<tt::mutation_failure> before, probe;
+  };
+  tm::symbol_table symbols;
+  std::shared_ptr<tt::extern_context> ctx = std::make_shared<tt::extern_context>();
+  tm::pool pool;
+  std::vector<one> all;
+};
+
+std::unique_ptr<decisions> decide_all(seed& s, const std::vector<fs::path>& paths) {
+  auto d = std::make_unique<decisions>();
+  d->pool = tm::load_pool(paths, d->symbols, tt::torch_externs(d->ctx));
+  for (const auto& m : d->pool.diagnostics) MESSAGE(m);
+  REQUIRE(d->pool.ok());
+  tt::torch_match_adapter a(s.m, s.prof, d->symbols);
+  *d->ctx = {&s.m, &s.prof};
+  tm::workspace ws;
+  auto set = tm::construct(a, std::span<const tm::compiled_operator>(d->pool.operators), {.seed = 1});
+  for (const auto& c : set.candidates) {
+    const auto& op = d->pool.operators[c.op];
+    const auto b = set.bound(c);
+    auto made = tt::instantiate(s.m, a, op, b, d->symbols, ws, &s.inputs);
+    REQUIRE(std::holds_alternative<tt::mutant>(made));
+    auto& mu = std::get<tt::mutant>(made);
+    auto before = tt::static_check(mu, a, op, b, d->symbols, d->pool.requirements, ws);
+    auto probe = tt::check_mutant(mu, a, op, b, d->symbols, d->pool.requirements, s.inputs, ws);
+    d->all.push_back({&op, c.anchor, std::move(mu), std::move(before), std::move(probe)});
+  }
+  return d;
 }
 
 fs::path write_operators(const std::string& name, const std::string& text) {
@@ -147,8 +192,6 @@ TEST_CASE("inferred shapes and dtypes agree with the probe on every candidate of
 }
 
 TEST_CASE("a consumer rewired to a value of the wrong width is refused before execution, at output") {
-  tm::symbol_table symbols;
-  auto ctx = std::make_shared<tt::extern_context>();
   const auto dir = write_operators("bypass", R"(tfg 1
 
 /// A layer bypass with no input constraint: only inference can see that it is illegal.
@@ -200,27 +243,14 @@ operator test_sum_rows
   }
 }
 )");
-  auto pool = tm::load_pool({dir}, symbols, tt::torch_externs(ctx));
-  for (const auto& d : pool.diagnostics) MESSAGE(d);
-  REQUIRE(pool.ok());
   seed s{two_linears(), {}, {}};
   for (int n : {4, 2})
     s.inputs.push_back({at::randn({n, 8}), at::randn({16, 8}), at::randn({16}), at::randn({4, 16}), at::randn({4})});
   s.prof = tt::profiler().run(s.m, s.inputs);
-  tt::torch_match_adapter a(s.m, s.prof, symbols);
-  *ctx = {&s.m, &s.prof};
-  tm::workspace ws;
-  auto set = tm::construct(a, std::span<const tm::compiled_operator>(pool.operators), {.seed = 1});
+  const auto d = decide_all(s, {dir});
   std::size_t bypass_refused = 0, bypass_accepted = 0, sum_refused = 0;
-  for (const auto& c : set.candidates) {
-    const auto& op = pool.operators[c.op];
-    const auto b = set.bound(c);
-    auto made = tt::instantiate(s.m, a, op, b, symbols, ws, &s.inputs);
-    REQUIRE(std::holds_alternative<tt::mutant>(made));
-    auto& mu = std::get<tt::mutant>(made);
-    const auto before = tt::static_check(mu, a, op, b, symbols, pool.requirements, ws);
-    const auto probe = tt::check_mutant(mu, a, op, b, symbols, pool.requirements, s.inputs, ws);
-    if (op.name == "test_bypass_linear") {
+  for (const auto& [op, anchor, mu, before, probe] : d->all) {
+    if (op->name == "test_bypass_linear") {
       // Bypassing the first linear feeds 8 features to a linear that takes 16; bypassing the
       // second returns the 16 features of relu: legal (nothing reads the output).
       if (before) {
@@ -248,8 +278,6 @@ operator test_sum_rows
 
 TEST_CASE("only metadata conjuncts are refuted: a condition on values is left to the probe") {
   // refuted() skips conjuncts that read numbers; holds() still decides them.
-  tm::symbol_table symbols;
-  auto ctx = std::make_shared<tt::extern_context>();
   const auto dir = write_operators("values", R"(tfg 1
 
 /// Claims the replacement is all zeros: only running it can tell.
@@ -277,23 +305,13 @@ operator test_claim_zeros
   }
 }
 )");
-  auto pool = tm::load_pool({dir}, symbols, tt::torch_externs(ctx));
-  REQUIRE(pool.ok());
   seed s{two_linears(), {}, {}};
   s.inputs.push_back({at::randn({4, 8}), at::randn({16, 8}), at::randn({16}), at::randn({4, 16}), at::randn({4})});
   s.prof = tt::profiler().run(s.m, s.inputs);
-  tt::torch_match_adapter a(s.m, s.prof, symbols);
-  *ctx = {&s.m, &s.prof};
-  tm::workspace ws;
-  auto set = tm::construct(a, std::span<const tm::compiled_operator>(pool.operators), {.seed = 1});
-  REQUIRE(set.candidates.size() == 1);
-  const auto& op = pool.operators[0];
-  const auto b = set.bound(set.candidates[0]);
-  auto made = tt::instantiate(s.m, a, op, b, symbols, ws, &s.inputs);
-  REQUIRE(std::holds_alternative<tt::mutant>(made));
-  auto& mu = std::get<tt::mutant>(made);
-  CHECK_FALSE(tt::static_check(mu, a, op, b, symbols, pool.requirements, ws).has_value());
-  const auto probe = tt::check_mutant(mu, a, op, b, symbols, pool.requirements, s.inputs, ws);
+  const auto d = decide_all(s, {dir});
+  REQUIRE(d->all.size() == 1);
+  CHECK_FALSE(d->all[0].before.has_value());
+  const auto& probe = d->all[0].probe;
   REQUIRE(probe.has_value());
   CHECK(probe->stage == tm::reject_stage::output);
   fs::remove_all(dir);
@@ -303,8 +321,6 @@ TEST_CASE("a shape revert is kept on inputs of several sizes when its amounts ag
   // tfg::revert_shape bakes the first input's pad amounts: right for every input when the
   // reverted value has the target's shape on each (a 3x3 pool shrinks any map by 2), wrong
   // when the amounts depend on the size (a stride-2 pool halves it: 8 -> 4, 6 -> 3).
-  tm::symbol_table symbols;
-  auto ctx = std::make_shared<tt::extern_context>();
   const auto dir = write_operators("revert", R"(tfg 1
 
 /// Halves a map, then pads it back: the amounts depend on the map's size.
@@ -334,33 +350,20 @@ operator test_halve_with_revert
   }
 }
 )");
-  auto pool = tm::load_pool({dir, fs::path(TFG_SOURCE_DIR) / "operators/operator/insert_pool_with_shape_revert.tfg"},
-                            symbols, tt::torch_externs(ctx));
-  for (const auto& d : pool.diagnostics) MESSAGE(d);
-  REQUIRE(pool.ok());
   seed s{conv_net(), {}, {}};
   s.inputs.push_back({at::randn({1, 3, 8, 8}), at::randn({4, 3, 3, 3}) * 0.3, at::randn({4})});
   s.inputs.push_back({at::randn({2, 3, 6, 6}), at::randn({4, 3, 3, 3}) * 0.3, at::randn({4})});
   s.prof = tt::profiler().run(s.m, s.inputs);
-  tt::torch_match_adapter a(s.m, s.prof, symbols);
-  *ctx = {&s.m, &s.prof};
-  tm::workspace ws;
-  auto set = tm::construct(a, std::span<const tm::compiled_operator>(pool.operators), {.seed = 1});
+  const auto d =
+      decide_all(s, {dir, fs::path(TFG_SOURCE_DIR) / "operators/operator/insert_pool_with_shape_revert.tfg"});
   std::size_t kept_legal = 0, halve_refused = 0, halve_legal = 0;
-  for (const auto& c : set.candidates) {
-    const auto& op = pool.operators[c.op];
-    const auto b = set.bound(c);
+  for (const auto& [op, anchor, mu, before, probe] : d->all) {
     // The weight is an input too, of the same shape on both runs.
-    const auto& runs = a.profile(c.anchor).runs;
+    const auto& runs = s.prof.edges[tfg::graph::index(anchor)].runs;
     REQUIRE(runs.size() == 2);
     const bool sizes_differ = runs[0].shape != runs[1].shape;
-    auto made = tt::instantiate(s.m, a, op, b, symbols, ws, &s.inputs);
-    REQUIRE(std::holds_alternative<tt::mutant>(made));
-    auto& mu = std::get<tt::mutant>(made);
-    const auto before = tt::static_check(mu, a, op, b, symbols, pool.requirements, ws);
-    const auto probe = tt::check_mutant(mu, a, op, b, symbols, pool.requirements, s.inputs, ws);
-    const std::string where = op.name + " at %" + s.m.graph.data(c.anchor).name;
-    if (op.name == "insert_pool_with_shape_revert") {
+    const std::string where = op->name + " at %" + s.m.graph.data(anchor).name;
+    if (op->name == "insert_pool_with_shape_revert") {
       CHECK_MESSAGE(!before.has_value(), where);
       CHECK_MESSAGE(!probe.has_value(), where);  // legal on both sizes
       kept_legal += sizes_differ && !before && !probe;
@@ -493,38 +496,18 @@ graph(%x : Tensor, %k : Tensor):
     std::string one = text;
     one.replace(one.find(scales), scales.size(), "{" + scale + "}");
     const auto dir = write_operators("resolution", one);
-    tm::symbol_table symbols;
-    auto ctx = std::make_shared<tt::extern_context>();
-    auto pool = tm::load_pool({dir}, symbols, tt::torch_externs(ctx));
-    for (const auto& d : pool.diagnostics) MESSAGE(d);
-    REQUIRE(pool.ok());
-    tt::torch_match_adapter a(s.m, s.prof, symbols);
-    *ctx = {&s.m, &s.prof};
-    tm::workspace ws;
-    auto set = tm::construct(a, std::span<const tm::compiled_operator>(pool.operators), {.seed = 1});
-    REQUIRE(set.candidates.size() == 1);
-    const auto& c = set.candidates.front();
-    const auto& op = pool.operators[c.op];
-    const auto b = set.bound(c);
-    auto made = tt::instantiate(s.m, a, op, b, symbols, ws, &s.inputs);
-    REQUIRE(std::holds_alternative<tt::mutant>(made));
-    auto& mu = std::get<tt::mutant>(made);
-    const auto before = tt::static_check(mu, a, op, b, symbols, pool.requirements, ws);
-    const auto probe = tt::check_mutant(mu, a, op, b, symbols, pool.requirements, s.inputs, ws);
+    const auto d = decide_all(s, {dir});
+    REQUIRE(d->all.size() == 1);
+    const auto& [op, anchor, mu, before, probe] = d->all.front();
     // 16 and 24 rows become 8 and 12, 12 and 18, 20 and 30, 24 and 36, 32 and 48: the view
     // needs a multiple of 4 on both inputs. Inference and the run agree on each scale.
     CHECK_MESSAGE(before.has_value() == probe.has_value(), "scale " << scale << ": " << (before ? before->message : "kept"));
     legal += !before && !probe;
     refused += before.has_value();
     if (!before && !probe) {
-      const auto inf = tt::infer_mutant(mu, a);
-      for (auto e : mu.graph_model.graph.edges()) {
-        const auto& got = inf.prof.edges[tfg::graph::index(e)].runs;
-        const auto& ran = mu.probe.edges[tfg::graph::index(e)].runs;
-        if (got.empty() || ran.size() != got.size()) continue;
-        for (std::size_t r = 0; r < got.size(); ++r)
-          if (got[r].kind == tfg::state::value_kind::tensor) CHECK(got[r].shape == ran[r].shape);
-      }
+      const tt::torch_match_adapter a(s.m, s.prof, d->symbols);
+      tally t;
+      check_inferred_states(s, a, mu, tt::infer_mutant(mu, a), op->name, t);
     }
     fs::remove_all(dir);
   }
@@ -566,25 +549,9 @@ graph(%x : Tensor):
   s.inputs.push_back({at::randn({1, 3, 16, 8})});
   s.inputs.push_back({at::randn({2, 3, 16, 8})});
   s.prof = tt::profiler().run(s.m, s.inputs);
-  tm::symbol_table symbols;
-  auto ctx = std::make_shared<tt::extern_context>();
-  auto pool = tm::load_pool({fs::path(TFG_SOURCE_DIR) / "operators/tensor/expand_input_batch.tfg"}, symbols,
-                            tt::torch_externs(ctx));
-  for (const auto& d : pool.diagnostics) MESSAGE(d);
-  REQUIRE(pool.ok());
-  tt::torch_match_adapter a(s.m, s.prof, symbols);
-  *ctx = {&s.m, &s.prof};
-  tm::workspace ws;
-  auto set = tm::construct(a, std::span<const tm::compiled_operator>(pool.operators), {.seed = 1});
-  REQUIRE(set.candidates.size() == 1);
-  const auto& c = set.candidates.front();
-  const auto& op = pool.operators[c.op];
-  const auto b = set.bound(c);
-  auto made = tt::instantiate(s.m, a, op, b, symbols, ws, &s.inputs);
-  REQUIRE(std::holds_alternative<tt::mutant>(made));
-  auto& mu = std::get<tt::mutant>(made);
-  const auto before = tt::static_check(mu, a, op, b, symbols, pool.requirements, ws);
-  const auto probe = tt::check_mutant(mu, a, op, b, symbols, pool.requirements, s.inputs, ws);
+  const auto d = decide_all(s, {fs::path(TFG_SOURCE_DIR) / "operators/tensor/expand_input_batch.tfg"});
+  REQUIRE(d->all.size() == 1);
+  const auto& [op, anchor, mu, before, probe] = d->all.front();
   CHECK_MESSAGE(!probe.has_value(), (probe ? probe->message : std::string()));
   CHECK_MESSAGE(!before.has_value(), (before ? before->message : std::string()));
 }

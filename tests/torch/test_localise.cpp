@@ -112,6 +112,25 @@ tc::localisation localise(const files& f, const std::string& a, const std::strin
   return l;
 }
 
+/// `f`'s model in an in-process worker, eager_op_by_op against float64_reference: whether some
+/// verdict is of `kind`, and how many findings the campaign's localising attributor keeps
+/// (`culprit` names the operator where localisation does not).
+std::pair<bool, std::size_t> eager_vs_float64(const files& f, tfg::oracle::verdict_kind kind, const char* culprit) {
+  in_process_worker w;
+  tc::worker_request req;
+  req.model = f.model.string();
+  req.inputs = f.inputs.string();
+  req.configs = {"eager_op_by_op", "float64_reference"};
+  const auto o = w(req);
+  REQUIRE(o.reply);
+  bool seen = false;
+  for (const auto& v : o.reply->verdicts) seen = seen || v.kind == kind;
+  tt::backend b;
+  tc::attribution fallback;
+  fallback.culprit_op = culprit;
+  return {seen, tc::findings_of(o, tc::localising_attributor<tt::backend>(req, fallback, b.configs(), std::ref(w))).size()};
+}
+
 }  // namespace
 
 TEST_CASE("localise: a defect of the graph executor deep in a 150-node model is named, by bisection") {
@@ -210,22 +229,9 @@ graph(%x : Tensor):
   CHECK(l.divergence.kind == tfg::oracle::verdict_kind::numeric_mismatch);
   CHECK(l.conditioned);
   // End to end: the worker's verdict is a numeric mismatch, and findings_of drops it.
-  const files f(m);
-  in_process_worker w;
-  tc::worker_request req;
-  req.model = f.model.string();
-  req.inputs = f.inputs.string();
-  req.configs = {"eager_op_by_op", "float64_reference"};
-  const auto o = w(req);
-  REQUIRE(o.reply);
-  bool mismatch = false;
-  for (const auto& v : o.reply->verdicts) mismatch = mismatch || v.kind == tfg::oracle::verdict_kind::numeric_mismatch;
+  const auto [mismatch, found] = eager_vs_float64(files(m), tfg::oracle::verdict_kind::numeric_mismatch, "aten::softmax");
   CHECK(mismatch);
-  tt::backend b;
-  tc::attribution fallback;
-  fallback.culprit_op = "aten::softmax";
-  const auto found = tc::findings_of(o, tc::localising_attributor<tt::backend>(req, fallback, b.configs(), std::ref(w)));
-  CHECK(found.empty());
+  CHECK(found == 0);
 }
 
 TEST_CASE("localise: Inf where the exact value exceeds float32's range is not a finding; a kernel's NaN is") {
@@ -250,21 +256,9 @@ graph(%x : Tensor, %d : Tensor):
   CHECK(l.op == "aten::mul");
   CHECK(l.divergence.kind == tfg::oracle::verdict_kind::nan_inf_mismatch);
   CHECK(l.conditioned);
-  const files f(m, input);
-  in_process_worker w;
-  tc::worker_request req;
-  req.model = f.model.string();
-  req.inputs = f.inputs.string();
-  req.configs = {"eager_op_by_op", "float64_reference"};
-  const auto o = w(req);
-  REQUIRE(o.reply);
-  bool nonfinite = false;
-  for (const auto& v : o.reply->verdicts) nonfinite = nonfinite || v.kind == tfg::oracle::verdict_kind::nan_inf_mismatch;
+  const auto [nonfinite, found] = eager_vs_float64(files(m, input), tfg::oracle::verdict_kind::nan_inf_mismatch, "aten::div");
   CHECK(nonfinite);  // the outputs do disagree
-  tt::backend b;
-  tc::attribution fallback;
-  fallback.culprit_op = "aten::div";
-  CHECK(tc::findings_of(o, tc::localising_attributor<tt::backend>(req, fallback, b.configs(), std::ref(w))).empty());
+  CHECK(found == 0);
 
   // A kernel that returns NaN from finite inputs in one configuration stays a finding.
   auto g2 = std::make_shared<::torch::jit::Graph>();

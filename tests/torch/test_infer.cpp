@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <iterator>
 
 // Its own namespace: the suite is a unity build (tests/CMakeLists.txt).
@@ -554,6 +555,53 @@ graph(%x : Tensor):
   const auto& [op, anchor, mu, before, probe] = d->all.front();
   CHECK_MESSAGE(!probe.has_value(), (probe ? probe->message : std::string()));
   CHECK_MESSAGE(!before.has_value(), (before ? before->message : std::string()));
+}
+
+TEST_CASE("a view or reshape rewrite forwards the seed's own size list, so it holds for every profiling input") {
+  // The seed computes its view size from the batch (aten::size -> ListConstruct), and the two
+  // profiling inputs have batches 1 and 2. A replacement that wrote shape(%y), the profiled
+  // size, would be right for one input only: refused ("one mutant for every record"). With
+  // arg(%y, 1) the new reshape / view reads the seed's list, edges and constants as they are.
+  auto g = std::make_shared<::torch::jit::Graph>();
+  ::torch::jit::parseIR(R"IR(
+graph(%x : Tensor):
+  %zero : int = prim::Constant[value=0]()
+  %m1 : int = prim::Constant[value=-1]()
+  %y : Tensor = aten::relu(%x)
+  %n : int = aten::size(%y, %zero)
+  %l : int[] = prim::ListConstruct(%n, %m1)
+  %v : Tensor = aten::view(%y, %l)
+  %r : Tensor = aten::sigmoid(%v)
+  %three : int = prim::Constant[value=3]()
+  %four : int = prim::Constant[value=4]()
+  %l2 : int[] = prim::ListConstruct(%n, %three, %four)
+  %w : Tensor = aten::reshape(%r, %l2)
+  %o : Tensor = aten::neg(%w)
+  return (%o))IR",
+                        g.get());
+  seed s{tt::torchscript_importer::from_graph(*g, "dynamic_view.ir"), {}, {}};
+  s.inputs.push_back({at::randn({1, 3, 4})});
+  s.inputs.push_back({at::randn({2, 3, 4})});
+  s.prof = tt::profiler().run(s.m, s.inputs);
+  const auto d = decide_all(s, {fs::path(TFG_SOURCE_DIR) / "operators/operator/view_to_reshape_clone.tfg",
+                                fs::path(TFG_SOURCE_DIR) / "operators/operator/reshape_to_view.tfg"});
+  std::set<std::string> legal;
+  for (const auto& [op, anchor, mu, before, probe] : d->all) {
+    CHECK_MESSAGE(!before.has_value(), op->name << ": " << (before ? before->message : std::string()));
+    CHECK_MESSAGE(!probe.has_value(), op->name << ": " << (probe ? probe->message : std::string()));
+    // The new node's size argument is the seed's list: its first item is the batch edge.
+    bool reads_batch = false;
+    for (const auto n : mu.added) {
+      const auto& nd = mu.graph_model.graph.data(n);
+      if (nd.kind.toQualString() != std::string("aten::reshape") && nd.kind.toQualString() != std::string("aten::view")) continue;
+      REQUIRE(nd.args.size() == 2);
+      reads_batch = nd.args[1].how == tt::argument::form::list && nd.args[1].items.size() >= 2 &&
+                    nd.args[1].items[0].is_edge && !nd.args[1].items[1].is_edge;
+    }
+    CHECK_MESSAGE(reads_batch, op->name);
+    if (!before && !probe && reads_batch) legal.insert(op->name);
+  }
+  CHECK(legal == std::set<std::string>{"view_to_reshape_clone", "reshape_to_view"});
 }
 
 }  // namespace tfg_test_torch_infer

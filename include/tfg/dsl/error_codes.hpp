@@ -64,6 +64,7 @@ enum class errc : std::uint16_t {
   empty_pool = 49,
   unknown_backend_op = 50,
   bad_requires = 51,
+  bad_forward = 52,
 };
 
 /// Which pass reports a code: `parse` (lexing, X3 grammar, header/block folding) or
@@ -82,7 +83,7 @@ struct error_code_info {
   bool testable;
 };
 
-inline constexpr std::array<error_code_info, 52> error_codes{{
+inline constexpr std::array<error_code_info, 53> error_codes{{
     {errc::internal, "E000", "internal error in the DSL front end (please report)", diag_phase::parse, false},
     {errc::syntax, "E001", "syntax error: unexpected token", diag_phase::parse, true},
     {errc::unbalanced_braces, "E002", "unterminated block or unmatched '}'", diag_phase::parse, true},
@@ -135,6 +136,7 @@ inline constexpr std::array<error_code_info, 52> error_codes{{
     {errc::empty_pool, "E049", "an operator path holds no declaration", diag_phase::parse, false},
     {errc::unknown_backend_op, "E050", "an op the backend does not have (reported by ops check and at instantiation)", diag_phase::check, false},
     {errc::bad_requires, "E051", "unknown device in a 'requires' clause", diag_phase::parse, true},
+    {errc::bad_forward, "E052", "arg() outside a replacement argument, or not of a pattern node's result and a constant index", diag_phase::check, true},
 }};
 
 /// The table row of `e`. Precondition: `e` is an enumerator (the table is dense).

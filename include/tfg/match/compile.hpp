@@ -102,11 +102,13 @@ struct edge_summary {
 
 /// An argument of a replacement node (or the `which` of a rewire): a bound value, a
 /// parameter, a constant, or an expression the backend evaluates with `evaluate_value`
-/// (for example `pow2($k)` or `shape(%x)`).
+/// (for example `pow2($k)` or `shape(%x)`), or `forward`: `arg(%y, i)`, the i-th argument of
+/// the pattern node that produces the value in `slot`, copied as the seed has it.
 struct template_arg {
-  enum class kind : std::uint8_t { value, param, constant, expr };
+  enum class kind : std::uint8_t { value, param, constant, expr, forward };
   kind k = kind::constant;
   std::uint32_t slot = 0;
+  std::uint32_t index = 0;                      ///< forward: the argument's position
   attr_value constant;                          ///< for dtype/device/... words: the word
   dsl::type type;                               ///< the checked type of the argument
   std::optional<program> expr;
@@ -547,6 +549,14 @@ class compiler {
         }
         break;
       }
+      case dsl::expr_kind::call:
+        if (e.text == "arg" && e.args.size() == 2 && e.args[1].kind == dsl::expr_kind::int_literal) {
+          t.k = template_arg::kind::forward;
+          t.slot = slot_of(e.args[0].text);
+          t.index = static_cast<std::uint32_t>(e.args[1].int_value);
+          return t;
+        }
+        break;
       default: break;
     }
     t.k = template_arg::kind::expr;

@@ -163,7 +163,13 @@ inline void  checker::check_anchor(operator_decl& op) {
 inline void  checker::check_replace(replace_block& rb) {
   for (auto& n : rb.nodes) {
     check_op_spec(n.op, /*pattern=*/false);
-    for (auto& a : n.args) check_expr(a, expr_site::replacement);
+    for (auto& a : n.args) {
+      if (a.kind == expr_kind::call && a.text == "arg") {
+        check_forward(a);
+        continue;
+      }
+      check_expr(a, expr_site::replacement);
+    }
     if (n.op.kind == op_spec_kind::names && n.op.names.size() == 1) check_helper_call(n);
     for (auto const& r : n.results) {
       if (contains(pattern_values_, r.text) || contains(replace_values_, r.text))

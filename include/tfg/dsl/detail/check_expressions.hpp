@@ -309,6 +309,19 @@ inline void  checker::check_sig_arg(sig s, expr const& a, std::string_view fn, s
               ", not " + std::string(spell(t)));
 }
 
+/// `arg(%y, i)`, a whole argument of a replacement node: the i-th argument of the pattern node
+/// producing %y, forwarded as the seed has it (an edge, a constant or a list).
+inline void checker::check_forward(expr& e) {
+  e.resolved = {};
+  bool const ok = e.args.size() == 2 && e.args[0].kind == expr_kind::value && pattern_results_.count(e.args[0].text) &&
+                  e.args[1].kind == expr_kind::int_literal && e.args[1].int_value >= 0;
+  if (!ok)
+    error(errc::bad_forward, e.loc,
+          "arg() takes a value a pattern node produces and a constant argument index, as in arg(%y, 1)",
+          {{"values pattern nodes produce: " + list_values({pattern_results_.begin(), pattern_results_.end()}),
+            std::nullopt}});
+}
+
 inline type  checker::check_call(expr& e, expr_site site) {
   // A call its context forbids is reported alone; its arguments are not checked.
   auto check_args = [&] {
@@ -316,6 +329,11 @@ inline type  checker::check_call(expr& e, expr_site site) {
   };
   if (site == expr_site::example_arg) {
     error(errc::bad_example_graph, e.loc, "example graph arguments must be literals or values, not calls");
+    return {};
+  }
+  if (e.text == "arg" && !find_builtin(e.text) && !externs_.count(e.text)) {
+    error(errc::bad_forward, e.loc, "arg() forwards a whole argument: it is allowed only as an argument of a replacement node",
+          {{"write it alone, as in aten::reshape(%x, arg(%y, 1))", std::nullopt}});
     return {};
   }
   if (auto const* b = find_builtin(e.text)) {

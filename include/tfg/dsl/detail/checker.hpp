@@ -176,6 +176,8 @@ class checker {
 
   type check_call(expr& e, expr_site site);
 
+  void check_forward(expr& e);
+
 
   // ---- examples ----------------------------------------------------------------------------
 

@@ -210,6 +210,31 @@ template <class Adapter>
         case template_arg::kind::value: return value_arg(t.slot);
         case template_arg::kind::param: return proto_arg{b.params.at(t.slot)};
         case template_arg::kind::constant: return proto_arg{t.constant};
+        case template_arg::kind::forward: {
+          if (t.slot >= op.pattern_value_count || b.values[t.slot] == graph::no_edge) return std::nullopt;
+          const auto n = adapter.graph().producer(b.values[t.slot]);
+          if (n == graph::no_node || t.index >= adapter.arg_count(n)) return std::nullopt;
+          std::function<std::optional<proto_arg>(const match::arg_view&)> copy = [&](const match::arg_view& av) -> std::optional<proto_arg> {
+            switch (av.how) {
+              case match::arg_view::form::edge:
+                inputs.emplace_back(av.edge);
+                return proto_arg{proto_arg::edge_ref{static_cast<std::uint32_t>(inputs.size() - 1), g.data(av.edge).kind}};
+              case match::arg_view::form::constant: return proto_arg{av.value};
+              case match::arg_view::form::list: {
+                std::vector<proto_arg> items;
+                for (const auto& it : av.items) {
+                  auto p = copy(it);
+                  if (!p) return std::nullopt;
+                  items.push_back(std::move(*p));
+                }
+                return proto_arg{std::move(items)};
+              }
+              case match::arg_view::form::other: return std::nullopt;
+            }
+            return std::nullopt;
+          };
+          return copy(adapter.arg(n, t.index));
+        }
         case template_arg::kind::expr:
           if (!t.expr) return std::nullopt;
           if (auto v = match::evaluate_value(*t.expr, op, adapter, b, 0, ws)) return proto_arg{std::move(*v)};

@@ -22,22 +22,25 @@ namespace tt = tfg::torch;
 namespace tm = tfg::match;
 namespace fs = std::filesystem;
 
+/// A model from TorchScript IR text, named `name` in messages.
+tt::model model_from_ir(const char* ir, const char* name) {
+  auto g = std::make_shared<::torch::jit::Graph>();
+  ::torch::jit::parseIR(ir, g.get());
+  return tt::torchscript_importer::from_graph(*g, name);
+}
+
 /// x[n,8] -> linear(8->16) -> relu -> linear(16->4).
 tt::model two_linears() {
-  auto g = std::make_shared<::torch::jit::Graph>();
-  ::torch::jit::parseIR(R"IR(
+  return model_from_ir(R"IR(
 graph(%x : Tensor, %w1 : Tensor, %b1 : Tensor, %w2 : Tensor, %b2 : Tensor):
   %h : Tensor = aten::linear(%x, %w1, %b1)
   %r : Tensor = aten::relu(%h)
   %y : Tensor = aten::linear(%r, %w2, %b2)
-  return (%y))IR",
-                        g.get());
-  return tt::torchscript_importer::from_graph(*g, "two_linears.ir");
+  return (%y))IR", "two_linears.ir");
 }
 
 tt::model conv_net() {
-  auto g = std::make_shared<::torch::jit::Graph>();
-  ::torch::jit::parseIR(R"IR(
+  return model_from_ir(R"IR(
 graph(%x : Tensor, %w : Tensor, %b : Tensor):
   %s : int[] = prim::Constant[value=[1, 1]]()
   %z : int[] = prim::Constant[value=[0, 0]]()
@@ -49,9 +52,7 @@ graph(%x : Tensor, %w : Tensor, %b : Tensor):
   %k : int[] = prim::Constant[value=[2, 2]]()
   %p : Tensor = aten::max_pool2d(%r, %k, %k, %z, %s, %f)
   %fl : Tensor = aten::flatten(%p, %one, %one)
-  return (%fl))IR",
-                        g.get());
-  return tt::torchscript_importer::from_graph(*g, "conv_net.ir");
+  return (%fl))IR", "conv_net.ir");
 }
 
 struct seed {
@@ -59,6 +60,13 @@ struct seed {
   tt::input_set inputs;
   tt::profile prof;
 };
+
+/// A seed of `m` profiled on `inputs`.
+seed profiled(tt::model m, tt::input_set inputs) {
+  seed s{std::move(m), std::move(inputs), {}};
+  s.prof = tt::profiler().run(s.m, s.inputs);
+  return s;
+}
 
 /// Every retained candidate of `pool` on `s`: instantiated, checked before execution and
 /// probed. Counts what inference decided and fails on any disagreement with the probe.
@@ -457,8 +465,7 @@ TEST_CASE("a traced size carried by a tensor (NumToTensor, floor_divide, Int) fo
   // 0-dim tensor. Its metadata does not change with the size, so inference used to stop there
   // and the view read the seed's size: change_input_resolution on swin_v2_t was refused before
   // execution ("shape '[1, 4, 4, 4, 4, 48]' is invalid") and legal when run.
-  auto g = std::make_shared<::torch::jit::Graph>();
-  ::torch::jit::parseIR(R"IR(
+  const char* ir = R"IR(
 graph(%x : Tensor, %k : Tensor):
   %zero : int = prim::Constant[value=0]()
   %one : int = prim::Constant[value=1]()
@@ -481,12 +488,9 @@ graph(%x : Tensor, %k : Tensor):
   %l : int[] = prim::ListConstruct(%n, %c, %q, %four, %w)
   %v : Tensor = aten::view(%y, %l)
   %r : Tensor = aten::relu(%v)
-  return (%r))IR",
-                        g.get());
-  seed s{tt::torchscript_importer::from_graph(*g, "traced_size.ir"), {}, {}};
-  s.inputs.push_back({at::randn({1, 3, 16, 16}), at::randn({2, 3, 3, 3})});
-  s.inputs.push_back({at::randn({2, 3, 24, 24}), at::randn({2, 3, 3, 3})});
-  s.prof = tt::profiler().run(s.m, s.inputs);
+  return (%r))IR";
+  seed s = profiled(model_from_ir(ir, "traced_size.ir"), {{at::randn({1, 3, 16, 16}), at::randn({2, 3, 3, 3})},
+                                                         {at::randn({2, 3, 24, 24}), at::randn({2, 3, 3, 3})}});
   // The bundled operator, one scale at a time (a candidate draws one).
   std::ifstream in(fs::path(TFG_SOURCE_DIR) / "operators/tensor/change_input_resolution.tfg");
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -523,8 +527,7 @@ TEST_CASE("a traced size mixing a changed and an unchanged factor is left unknow
   // state (a meta tensor, value unknown); the product used to keep the seed's metadata, the
   // propagation stopped, and aten::Int gave the seed's B * num_windows: expand_input_batch
   // was refused before execution ("shape '[16, 16, 32]' is invalid") and legal when run.
-  auto g = std::make_shared<::torch::jit::Graph>();
-  ::torch::jit::parseIR(R"IR(
+  const char* ir = R"IR(
 graph(%x : Tensor):
   %zero : int = prim::Constant[value=0]()
   %one : int = prim::Constant[value=1]()
@@ -544,12 +547,8 @@ graph(%x : Tensor):
   %l : int[] = prim::ListConstruct(%mi, %c, %four, %w)
   %v : Tensor = aten::reshape(%y, %l)
   %r : Tensor = aten::relu(%v)
-  return (%r))IR",
-                        g.get());
-  seed s{tt::torchscript_importer::from_graph(*g, "traced_product.ir"), {}, {}};
-  s.inputs.push_back({at::randn({1, 3, 16, 8})});
-  s.inputs.push_back({at::randn({2, 3, 16, 8})});
-  s.prof = tt::profiler().run(s.m, s.inputs);
+  return (%r))IR";
+  seed s = profiled(model_from_ir(ir, "traced_product.ir"), {{at::randn({1, 3, 16, 8})}, {at::randn({2, 3, 16, 8})}});
   const auto d = decide_all(s, {fs::path(TFG_SOURCE_DIR) / "operators/tensor/expand_input_batch.tfg"});
   REQUIRE(d->all.size() == 1);
   const auto& [op, anchor, mu, before, probe] = d->all.front();
@@ -562,8 +561,7 @@ TEST_CASE("a view or reshape rewrite forwards the seed's own size list, so it ho
   // profiling inputs have batches 1 and 2. A replacement that wrote shape(%y), the profiled
   // size, would be right for one input only: refused ("one mutant for every record"). With
   // arg(%y, 1) the new reshape / view reads the seed's list, edges and constants as they are.
-  auto g = std::make_shared<::torch::jit::Graph>();
-  ::torch::jit::parseIR(R"IR(
+  const char* ir = R"IR(
 graph(%x : Tensor):
   %zero : int = prim::Constant[value=0]()
   %m1 : int = prim::Constant[value=-1]()
@@ -577,12 +575,8 @@ graph(%x : Tensor):
   %l2 : int[] = prim::ListConstruct(%n, %three, %four)
   %w : Tensor = aten::reshape(%r, %l2)
   %o : Tensor = aten::neg(%w)
-  return (%o))IR",
-                        g.get());
-  seed s{tt::torchscript_importer::from_graph(*g, "dynamic_view.ir"), {}, {}};
-  s.inputs.push_back({at::randn({1, 3, 4})});
-  s.inputs.push_back({at::randn({2, 3, 4})});
-  s.prof = tt::profiler().run(s.m, s.inputs);
+  return (%o))IR";
+  seed s = profiled(model_from_ir(ir, "dynamic_view.ir"), {{at::randn({1, 3, 4})}, {at::randn({2, 3, 4})}});
   const auto d = decide_all(s, {fs::path(TFG_SOURCE_DIR) / "operators/operator/view_to_reshape_clone.tfg",
                                 fs::path(TFG_SOURCE_DIR) / "operators/operator/reshape_to_view.tfg"});
   std::set<std::string> legal;

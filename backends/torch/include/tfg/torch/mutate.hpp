@@ -184,6 +184,11 @@ template <class Adapter>
   for (const auto& rn : op.replacement.nodes) {
     std::vector<graph::value_ref> inputs;
     std::function<std::optional<proto_arg>(const template_arg&)> to_proto;
+    // A seed edge as an input of the new node.
+    auto edge_arg = [&](graph::edge_id e) {
+      inputs.emplace_back(e);
+      return proto_arg{proto_arg::edge_ref{static_cast<std::uint32_t>(inputs.size() - 1), g.data(e).kind}};
+    };
     auto value_arg = [&](std::uint32_t slot) -> std::optional<proto_arg> {
       if (auto l = lists.find(slot); l != lists.end()) {
         std::vector<proto_arg> items;
@@ -197,8 +202,7 @@ template <class Adapter>
       if (slot < op.pattern_value_count) {
         auto e = b.values[slot];
         if (e == graph::no_edge) return std::nullopt;
-        inputs.emplace_back(e);
-        return proto_arg{proto_arg::edge_ref{static_cast<std::uint32_t>(inputs.size() - 1), g.data(e).kind}};
+        return edge_arg(e);
       }
       auto it = staged.find(slot);
       if (it == staged.end()) return std::nullopt;
@@ -214,26 +218,21 @@ template <class Adapter>
           if (t.slot >= op.pattern_value_count || b.values[t.slot] == graph::no_edge) return std::nullopt;
           const auto n = adapter.graph().producer(b.values[t.slot]);
           if (n == graph::no_node || t.index >= adapter.arg_count(n)) return std::nullopt;
-          std::function<std::optional<proto_arg>(const match::arg_view&)> copy = [&](const match::arg_view& av) -> std::optional<proto_arg> {
-            switch (av.how) {
-              case match::arg_view::form::edge:
-                inputs.emplace_back(av.edge);
-                return proto_arg{proto_arg::edge_ref{static_cast<std::uint32_t>(inputs.size() - 1), g.data(av.edge).kind}};
-              case match::arg_view::form::constant: return proto_arg{av.value};
-              case match::arg_view::form::list: {
-                std::vector<proto_arg> items;
-                for (const auto& it : av.items) {
-                  auto p = copy(it);
-                  if (!p) return std::nullopt;
-                  items.push_back(std::move(*p));
-                }
-                return proto_arg{std::move(items)};
-              }
-              case match::arg_view::form::other: return std::nullopt;
-            }
+          // An edge or a constant; a list's items are one or the other (the adapter's lists are flat).
+          auto scalar = [&](const match::arg_view& av) -> std::optional<proto_arg> {
+            if (av.how == match::arg_view::form::edge) return edge_arg(av.edge);
+            if (av.how == match::arg_view::form::constant) return proto_arg{av.value};
             return std::nullopt;
           };
-          return copy(adapter.arg(n, t.index));
+          const auto& av = adapter.arg(n, t.index);
+          if (av.how != match::arg_view::form::list) return scalar(av);
+          std::vector<proto_arg> items;
+          for (const auto& it : av.items) {
+            auto p = scalar(it);
+            if (!p) return std::nullopt;
+            items.push_back(std::move(*p));
+          }
+          return proto_arg{std::move(items)};
         }
         case template_arg::kind::expr:
           if (!t.expr) return std::nullopt;

@@ -193,9 +193,10 @@ inline void reseed_cpu_generator() {
       if (c == ref64_name && !agrees[name]) continue;
       peers.push_back(&r);
     }
+    const auto opt = options_for(c, opt_input, nonfinite, nonfinite_forward);
     oracle::verdict v;
     try {
-      v = judge(a->second, b->second, options_for(c, opt_input, nonfinite, nonfinite_forward), &m, ref64, peers);
+      v = judge(a->second, b->second, opt, &m, ref64, peers);
       // A numeric disagreement with the float64 truth: is float32 simply this noisy here? Run
       // a's configuration again on inputs and parameters moved by one float32 ulp and judge with
       // that run as one more peer: where the noise alone moves a as far, float32 cannot do
@@ -211,7 +212,7 @@ inline void reseed_cpu_generator() {
         if (self.ok()) {
           auto with_self = peers;
           with_self.push_back(&self);
-          auto v2 = judge(a->second, b->second, options_for(c, opt_input, nonfinite, nonfinite_forward), &m, ref64, with_self);
+          auto v2 = judge(a->second, b->second, opt, &m, ref64, with_self);
           if (!v2.finding()) {
             v2.message = "ill-conditioned at float32, not compared: one-ulp noise on inputs and parameters moves " + a->first +
                          " as far (" + v.message + ")";

@@ -376,6 +376,10 @@ int main(int argc, char** argv) {
   legality->add_option("-j,--jobs", la.jobs, "candidates labelled at a time")->default_val(1)->check(CLI::Range(1, 256));
   legality->add_option("--timeout", la.timeout_s, "seconds one label may take before it counts as illegal (a hang)")
       ->default_val(60)->check(CLI::Range(1, 86400));
+  legality->add_option("--param-draws", la.param_draws,
+                       "draws of an operator's sampled parameters before its constraints reject a candidate "
+                       "(as candidate construction; 1: a single draw)")
+      ->default_val(8)->check(CLI::Range(1, 1024));
   legality->add_option("--json", la.json, "write every labelled candidate and the table as JSON");
   legality->add_flag("-q,--quiet", la.quiet, "no progress line");
 

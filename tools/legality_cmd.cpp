@@ -248,7 +248,9 @@ int run_legality_command(const legality_args& a) {
     if (!tm::match_pattern(op, *s.adapter, e, x.b, ws)) continue;  // cannot happen: the pattern matched above
     tm::splitmix64 prng(a.seed ^ (static_cast<std::uint64_t>(tfg::graph::index(e)) << 24) ^ (std::uint64_t{x.op} << 1) ^
                         (std::uint64_t{si} << 48));
-    tm::sample_params(op, prng, x.b.params);
+    // The parameters as candidate construction chooses them (redrawn while the constraints
+    // decided at construction reject them); the groups are then judged on that choice.
+    (void)tm::evaluate_constraints(op, *s.adapter, x.b, prng, ws, a.param_draws);
     x.v = tm::judge_groups(op, *s.adapter, x.b, ws);
     samples.push_back(std::move(x));
   }

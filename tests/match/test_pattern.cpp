@@ -232,6 +232,77 @@ TEST_CASE("match: sampled parameters are drawn from their domains") {
   CHECK(acts == std::set<std::int64_t>{syms.find("aten::relu"), syms.find("aten::gelu")});
 }
 
+TEST_CASE("match: a range bound read from the site holds on every record, and an empty range rejects at input") {
+  match::symbol_table syms;
+  mock_adapter m{syms};
+  // %x has rank 3 on one record and rank 4 on the other; %w has rank 2.
+  auto const x = m.add_input(std::vector{T(dtype::f32, {2, 5, 7}), T(dtype::f32, {2, 5, 7, 9})});
+  auto const w = m.add_input(T(dtype::f32, {3, 4}));
+  auto const y = m.add_node("aten::softmax", {mock_adapter::edge(x), mock_adapter::constant(std::int64_t{1}),
+                                              mock_adapter::constant(std::monostate{})},
+                            std::vector{T(dtype::f32, {2, 5, 7}), T(dtype::f32, {2, 5, 7, 9})});
+  auto const v = m.add_node("aten::softmax", {mock_adapter::edge(w), mock_adapter::constant(std::int64_t{1}),
+                                              mock_adapter::constant(std::monostate{})},
+                            std::vector{T(dtype::f32, {3, 4})});
+  m.add_output(y);
+  m.add_output(v);
+  // $d: any dim other than the matched one, counted from the end; $j: up to the matched dim.
+  auto const r = compile_text(
+      op_text("anchor %y",
+              "param $d0 : int in [-8, 8]\n"
+              "param $d : int in [-rank(%x), rank(%x) - 1]\n"
+              "param $j : int in [0, $d0 - 1]\n"
+              "pattern { %y = aten::softmax(%x, $d0, none) }\n"
+              "require input { $d != $d0 }\n"
+              "replace { %z = aten::softmax(%x, $d, none) %u = aten::mul(%z, $j) rewire consumers(%y) -> %u }"),
+      syms);
+  auto const& op = r.operators.at(0);
+  CHECK(op.params[1].computed_bounds());
+  CHECK(op.params[2].computed_bounds());
+  CHECK_FALSE(op.params[0].computed_bounds());
+  match::workspace ws;
+  std::mt19937_64 rng(3);
+  match::bindings b;
+  std::set<std::int64_t> ds;
+  for (int i = 0; i < 300; ++i) {
+    auto const st = match::evaluate(op, m, y, b, rng, ws);
+    if (st != match::reject_stage::accepted) {
+      CHECK(st == match::reject_stage::input);  // only $d == $d0
+      CHECK(std::get<std::int64_t>(b.params[1]) == 1);
+      continue;
+    }
+    auto const d = std::get<std::int64_t>(b.params[1]);
+    ds.insert(d);
+    CHECK(std::get<std::int64_t>(b.params[2]) == 0);  // [0, $d0 - 1] with $d0 == 1
+  }
+  // The intersection over records: rank 3 and rank 4 give [-3, 2].
+  CHECK(ds == std::set<std::int64_t>{-3, -2, -1, 0, 2});
+  // A replayed value outside the site's range is an input rejection, inside it is accepted.
+  REQUIRE(match::match_pattern(op, m, y, b, ws));
+  b.params[1] = std::int64_t{3};
+  b.params[2] = std::int64_t{0};
+  CHECK(match::check_constraints(op, m, b, ws) == match::reject_stage::input);
+  b.params[1] = std::int64_t{-3};
+  CHECK(match::check_constraints(op, m, b, ws) == match::reject_stage::accepted);
+  // $d0 = 1 on %v too, but rank 2 leaves [-2, 1] for $d: sampled in range, never 2.
+  for (int i = 0; i < 50; ++i)
+    if (match::evaluate(op, m, v, b, rng, ws) == match::reject_stage::accepted)
+      CHECK((std::get<std::int64_t>(b.params[1]) >= -2 && std::get<std::int64_t>(b.params[1]) <= 0));
+  // An empty range ($j in [0, -1] where $d0 == 0) rejects at the input stage.
+  auto const r0 = compile_text(
+      op_text("anchor %y",
+              "param $d0 : int in [-8, 8]\nparam $j : int in [0, $d0 - 1]\n"
+              "pattern { %y = aten::softmax(%x, $d0, none) }\n"
+              "replace { %u = aten::mul(%y, $j) rewire consumers(%y) -> %u }"),
+      syms);
+  auto const z = m.add_node("aten::softmax", {mock_adapter::edge(w), mock_adapter::constant(std::int64_t{0}),
+                                              mock_adapter::constant(std::monostate{})},
+                            std::vector{T(dtype::f32, {3, 4})});
+  m.add_output(z);
+  CHECK(match::evaluate(r0.operators.at(0), m, z, b, rng, ws) == match::reject_stage::input);
+  CHECK(match::evaluate(r0.operators.at(0), m, v, b, rng, ws) == match::reject_stage::accepted);
+}
+
 TEST_CASE("match: construct's per-summary prefilter counts and visits exactly as the per-pair one") {
   chain c;
   auto const views = c.m.add_node("aten::view", {mock_adapter::edge(c.g), mock_adapter::constant(std::vector<std::int64_t>{6})},

@@ -60,6 +60,9 @@ struct construct_options {
   bool record_pairs = false;         ///< fill `candidate_set::pairs` (allocates per pair)
   bool keep_candidates = true;       ///< false: count only (benchmarks of the scan)
   bool use_prefilter = true;         ///< false: every pair goes through the pattern
+  /// Draws of the sampled parameters per pair before the constraints reject it
+  /// (`evaluate_constraints`); 1: one draw, as before parameters were redrawn.
+  unsigned param_draws = default_param_draws;
   /// When set (`params->size() == op.params.size()` for every operator): the values of the
   /// parameters not bound by matching, used instead of a sample (`seed` is then unused).
   /// Entries of parameters bound by matching are ignored.
@@ -157,7 +160,7 @@ template <match_adapter A>
         st = check_constraints(op, a, b, ws);
       } else {
         splitmix64 rng(options.seed ^ (static_cast<std::uint64_t>(graph::index(e)) << 24) ^ (std::uint64_t{oi} << 1));
-        st = evaluate_constraints(op, a, b, rng, ws);
+        st = evaluate_constraints(op, a, b, rng, ws, options.param_draws);
       }
     }
     ++counts.by_stage[static_cast<int>(st)];

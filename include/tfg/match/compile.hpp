@@ -43,6 +43,11 @@ struct compiled_param {
   attr_value lo, hi;               ///< range domains
   std::vector<attr_value> members; ///< set domains (bool without domain: {false, true})
   bool bound_by_match = false;     ///< appears as a pattern argument or op spec
+  /// Range bounds computed from the site (dsl/spec.md section 6): when set, `lo` / `hi` are
+  /// ignored and the bounds are evaluated on the candidate's pattern values and matched
+  /// parameters, on every profiling record (the range is the intersection over records).
+  std::shared_ptr<const program> lo_expr, hi_expr;
+  [[nodiscard]] bool computed_bounds() const noexcept { return lo_expr || hi_expr; }
 };
 
 // ---- pattern -------------------------------------------------------------------------------
@@ -153,6 +158,8 @@ struct compiled_operator {
   std::uint32_t pattern_value_count = 0;
   std::uint32_t anchor = 0;             ///< value slot of the anchor
   std::vector<compiled_param> params;
+  /// Some parameter is sampled (not bound by matching): `evaluate_constraints` may redraw.
+  bool sampled_params = false;
 
   prefilter pre;
   std::vector<pattern_node> pattern;    ///< nodes; empty: the anchor edge alone
@@ -259,8 +266,12 @@ class compiler {
       cp.type = p.resolved;
       cp.domain = p.domain;
       if (p.domain == dsl::domain_kind::range && p.domain_values.size() == 2) {
-        cp.lo = literal_attr(p.domain_values[0], p.resolved.kind);
-        cp.hi = literal_attr(p.domain_values[1], p.resolved.kind);
+        // Computed bounds are compiled below, once the pattern values have slots.
+        auto const lit = [](dsl::expr const& v) {
+          return v.kind == dsl::expr_kind::int_literal || v.kind == dsl::expr_kind::float_literal;
+        };
+        if (lit(p.domain_values[0])) cp.lo = literal_attr(p.domain_values[0], p.resolved.kind);
+        if (lit(p.domain_values[1])) cp.hi = literal_attr(p.domain_values[1], p.resolved.kind);
       } else if (p.domain == dsl::domain_kind::set) {
         for (auto const& m : p.domain_values) cp.members.push_back(literal_attr(m, p.resolved.kind));
       } else if (p.resolved.kind == dsl::type_kind::boolean) {
@@ -294,6 +305,23 @@ class compiler {
         for (auto const& r : n.results) slot_of(r.text);
       compile_replacement(*op.replace, c.replacement);
     }
+    // Computed parameter bounds (after the pattern's slots; they read pattern values only).
+    for (std::size_t i = 0; i < op.params.size(); ++i) {
+      auto const& p = op.params[i];
+      if (p.domain != dsl::domain_kind::range || p.domain_values.size() != 2) continue;
+      for (int k = 0; k < 2; ++k) {
+        auto const& v = p.domain_values[static_cast<std::size_t>(k)];
+        if (v.kind == dsl::expr_kind::int_literal || v.kind == dsl::expr_kind::float_literal) continue;
+        (k == 0 ? c.params[i].lo_expr : c.params[i].hi_expr) = std::make_shared<const program>(compile_expr(v));
+      }
+      if (c.params[i].computed_bounds()) {
+        // The literal side, if any, as a constant program too: one code path when sampling.
+        for (int k = 0; k < 2; ++k) {
+          auto& slot = k == 0 ? c.params[i].lo_expr : c.params[i].hi_expr;
+          if (!slot) slot = std::make_shared<const program>(compile_expr(p.domain_values[static_cast<std::size_t>(k)]));
+        }
+      }
+    }
     if (op.require_input)
       for (auto const& e : op.require_input->conditions) c.input.push_back(compile_expr(e));
     if (op.require_internal)
@@ -301,6 +329,8 @@ class compiler {
     if (op.require_output)
       for (auto const& e : op.require_output->conditions) c.output.push_back(compile_expr(e));
     build_prefilter(op, c);
+    for (auto const& p : c.params)
+      c.sampled_params = c.sampled_params || (!p.bound_by_match && p.domain != dsl::domain_kind::none);
     op_ = nullptr;
     return c;
   }
@@ -880,7 +910,7 @@ template <class URBG>
 void sample_params(compiled_operator const& op, URBG& rng, std::vector<attr_value>& params) {
   for (std::size_t i = 0; i < op.params.size(); ++i) {
     auto const& p = op.params[i];
-    if (p.bound_by_match) continue;
+    if (p.bound_by_match || p.computed_bounds()) continue;  // computed: `sample_site_params`
     if (p.domain == dsl::domain_kind::set && !p.members.empty()) {
       std::uniform_int_distribution<std::size_t> d(0, p.members.size() - 1);
       params[i] = p.members[d(rng)];

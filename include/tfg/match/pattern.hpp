@@ -4,6 +4,7 @@
 /// section 10 (pattern, sampling, input / internal / output constraints, deferred conditions),
 /// plus the evaluation of replacement template expressions.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <random>
@@ -300,9 +301,13 @@ template <match_adapter A>
 /// The stages after the pattern (bindings in `b`): sampling of the parameters not bound by
 /// matching, `require input`, then the `require internal` and `require output` conditions
 /// that read only pattern values (the rest is deferred to `evaluate_deferred`).
+/// How many draws of the sampled parameters `evaluate_constraints` makes at most before it
+/// rejects a candidate (dsl/spec.md section 6, "Sampling").
+inline constexpr unsigned default_param_draws = 8;
+
 template <match_adapter A, class URBG>
 [[nodiscard]] reject_stage evaluate_constraints(compiled_operator const& op, A const& a, bindings& b, URBG& rng,
-                                                workspace& ws);
+                                                workspace& ws, unsigned draws = default_param_draws);
 
 template <match_adapter A>
 [[nodiscard]] bool same_on_every_run(compiled_operator const& op, A const& a, bindings const& b, workspace& ws);
@@ -311,11 +316,92 @@ template <match_adapter A>
 /// `require input`; the probe-free `require internal` conditions and `same_on_every_run`; the
 /// probe-free `require output` conditions. `check_constraints` stops at the first that fails;
 /// `judge_groups` (legality.hpp) decides each.
+namespace detail {
+/// One computed bound of a parameter (dsl/spec.md section 6) on every profiling record: the
+/// largest lower bound (`lower`) or the smallest upper bound over the records, so that a value
+/// inside holds for every record. False when a record's bound is a fault or not a number.
+template <match_adapter A>
+[[nodiscard]] bool computed_bound(program const& p, env<A> const& E, workspace& ws, bool lower, double& out) {
+  std::size_t runs = 1;
+  if (p.reads_state) {
+    runs = run_count(p, E);
+    if (runs == 0) return false;
+  }
+  for (std::size_t r = 0; r < runs; ++r) {
+    ws.scratch.clear();
+    ws.stack.clear();
+    val const v = eval_node(p, p.root, E, r, ws);
+    double x = 0;
+    if (v.k == vk::integer) x = static_cast<double>(v.i);
+    else if (v.k == vk::floating) x = v.f;
+    else return false;
+    out = r == 0 ? x : (lower ? std::max(out, x) : std::min(out, x));
+  }
+  return true;
+}
+/// The range of a parameter with computed bounds at this site; false if a bound cannot be
+/// evaluated or the range is empty.
+template <match_adapter A>
+[[nodiscard]] bool computed_range(compiled_param const& p, env<A> const& E, workspace& ws, double& lo, double& hi) {
+  if (!p.lo_expr || !p.hi_expr) return false;
+  if (!computed_bound(*p.lo_expr, E, ws, true, lo) || !computed_bound(*p.hi_expr, E, ws, false, hi)) return false;
+  if (p.type.kind == dsl::type_kind::integer) lo = std::ceil(lo), hi = std::floor(hi);
+  return lo <= hi;
+}
+}  // namespace detail
+
+/// Whether every parameter with computed bounds holds a value inside its range at this
+/// site (part of the input stage: the bounds read the seed's F(e)).
+template <match_adapter A>
+[[nodiscard]] bool site_params_in_range(compiled_operator const& op, detail::env<A> const& E, workspace& ws) {
+  for (std::size_t i = 0; i < op.params.size(); ++i) {
+    auto const& p = op.params[i];
+    if (!p.computed_bounds()) continue;
+    double lo = 0, hi = 0, x = 0;
+    if (!detail::computed_range(p, E, ws, lo, hi) || i >= E.params.size()) return false;
+    auto const& v = E.params[i];
+    if (auto const* n = std::get_if<std::int64_t>(&v)) x = static_cast<double>(*n);
+    else if (auto const* d = std::get_if<double>(&v); d && p.type.kind != dsl::type_kind::integer) x = *d;
+    else return false;
+    if (x < lo || x > hi) return false;
+  }
+  return true;
+}
+
+/// Draws the parameters whose range bounds are computed from the site, uniformly from the
+/// range that holds on every profiling record of this candidate (`sample_params` draws the
+/// others first; pattern-bound parameters are already in `b`). A parameter whose range is
+/// empty here is left None, which the input stage rejects.
+template <match_adapter A, class URBG>
+void sample_site_params(compiled_operator const& op, A const& a, bindings& b, URBG& rng, workspace& ws) {
+  bool any = false;
+  for (auto const& p : op.params) any = any || p.computed_bounds();
+  if (!any) return;
+  auto const E = detail::env<A>{a, b.values, b.params, &op.params, {}, {}, op.pattern_value_count, nullptr,
+                                graph::no_edge, nullptr};
+  for (std::size_t i = 0; i < op.params.size() && i < b.params.size(); ++i) {
+    auto const& p = op.params[i];
+    if (!p.computed_bounds()) continue;
+    double lo = 0, hi = 0;
+    if (!detail::computed_range(p, E, ws, lo, hi)) {
+      b.params[i] = std::monostate{};
+      continue;
+    }
+    if (p.type.kind == dsl::type_kind::integer) {
+      std::uniform_int_distribution<std::int64_t> d(static_cast<std::int64_t>(lo), static_cast<std::int64_t>(hi));
+      b.params[i] = d(rng);
+    } else {
+      std::uniform_real_distribution<double> d(lo, hi);
+      b.params[i] = d(rng);
+    }
+  }
+}
+
 template <match_adapter A>
 [[nodiscard]] bool input_holds(compiled_operator const& op, detail::env<A> const& E, workspace& ws) {
   for (auto const& c : op.input)
     if (!holds(c, E, ws)) return false;
-  return true;
+  return site_params_in_range(op, E, ws);
 }
 template <match_adapter A>
 [[nodiscard]] bool internal_holds(compiled_operator const& op, A const& a, bindings const& b,
@@ -345,11 +431,22 @@ template <match_adapter A>
   return reject_stage::accepted;
 }
 
+/// Draws the sampled parameters and checks the constraints; while a stage rejects the draw,
+/// draws again, at most `draws` times in all. Each draw is uniform over the domains, so the
+/// accepted one is uniform over the values the constraints accept here (rejection sampling);
+/// a site where `draws` draws all fail is rejected at the stage of the last one. An operator
+/// without sampled parameters is checked once.
 template <match_adapter A, class URBG>
 [[nodiscard]] reject_stage evaluate_constraints(compiled_operator const& op, A const& a, bindings& b, URBG& rng,
-                                                workspace& ws) {
-  sample_params(op, rng, b.params);
-  return check_constraints(op, a, b, ws);
+                                                workspace& ws, unsigned draws) {
+  reject_stage st = reject_stage::accepted;
+  for (unsigned t = 0; t < std::max(1u, draws); ++t) {
+    sample_params(op, rng, b.params);
+    sample_site_params(op, a, b, rng, ws);
+    st = check_constraints(op, a, b, ws);
+    if (st == reject_stage::accepted || !op.sampled_params) break;
+  }
+  return st;
 }
 
 /// The staged check of dsl/spec.md section 10 as far as it goes without a probe: pattern,
@@ -358,9 +455,9 @@ template <match_adapter A, class URBG>
 /// warm-up (externs aside).
 template <match_adapter A, class URBG>
 [[nodiscard]] reject_stage evaluate(compiled_operator const& op, A const& a, edge_id anchor, bindings& b, URBG& rng,
-                                    workspace& ws) {
+                                    workspace& ws, unsigned draws = default_param_draws) {
   if (!match_pattern(op, a, anchor, b, ws)) return reject_stage::pattern;
-  return evaluate_constraints(op, a, b, rng, ws);
+  return evaluate_constraints(op, a, b, rng, ws, draws);
 }
 
 /// The conditions `evaluate` deferred (those reading replacement values), with the states

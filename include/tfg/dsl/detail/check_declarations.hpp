@@ -114,6 +114,7 @@ inline void  checker::check_operator(operator_decl& op) {
   for (auto& p : op.params) resolve_param(p);
   check_pattern(op);
   check_anchor(op);
+  check_computed_bounds(op);
   if (op.replace) check_replace(*op.replace);
   else
     error(errc::missing_replace, op.name.loc, "operator '" + op.name.text + "' has no 'replace' block");
@@ -181,6 +182,21 @@ inline void  checker::resolve_param(param_decl& p) {
       }
       bool all_int = true;
       double bound[2] = {0, 0};
+      // Bounds computed from the site (section 6, "Bounds read from the site"): checked as
+      // expressions once the pattern's values are known (check_computed_bounds).
+      bool const computed = std::any_of(p.domain_values.begin(), p.domain_values.end(), [](expr const& v) {
+        return v.kind != expr_kind::int_literal && v.kind != expr_kind::float_literal;
+      });
+      if (computed) {
+        if (!has_declared) {
+          error(errc::bad_domain, p.domain_values.front().loc,
+                "a range whose bounds are computed needs a declared type",
+                {{"write e.g. 'param $" + p.name.text + " : int in [0, rank(%x) - 1]'", std::nullopt}});
+          return;
+        }
+        p.resolved = declared;
+        return;
+      }
       for (std::size_t i = 0; i < p.domain_values.size() && i < 2; ++i) {
         auto& v = p.domain_values[i];
         if (v.kind == expr_kind::int_literal) {
@@ -253,6 +269,54 @@ inline void  checker::resolve_param(param_decl& p) {
       }
       p.resolved = elem;
       return;
+    }
+  }
+}
+
+inline void  checker::check_computed_bounds(operator_decl& op) {
+  // Parameters the pattern binds (arguments and op specs): the only ones a bound may read,
+  // because they have their values before anything is sampled.
+  std::set<std::string> matched;
+  auto collect = [&](auto&& self, expr const& e) -> void {
+    if (e.kind == expr_kind::param) matched.insert(e.text);
+    for (auto const& a : e.args) self(self, a);
+  };
+  if (op.pattern)
+    for (auto const& n : op.pattern->nodes) {
+      if (n.op.kind == op_spec_kind::param) matched.insert(n.op.param.text);
+      for (auto const& a : n.args) collect(collect, a);
+    }
+  for (auto& p : op.params) {
+    if (p.domain != domain_kind::range || p.resolved.kind == type_kind::unknown) continue;
+    bool const computed = std::any_of(p.domain_values.begin(), p.domain_values.end(), [](expr const& v) {
+      return v.kind != expr_kind::int_literal && v.kind != expr_kind::float_literal;
+    });
+    if (!computed) continue;
+    if (matched.count(p.name.text)) {
+      error(errc::bad_domain, p.domain_values.front().loc,
+            "parameter '$" + p.name.text + "' is bound by matching; its domain needs literal bounds");
+      continue;
+    }
+    for (auto& v : p.domain_values) {
+      if (v.kind == expr_kind::int_literal || v.kind == expr_kind::float_literal) continue;
+      type const t = check_expr(v, expr_site::require_input);
+      if (t.kind == type_kind::unknown) continue;  // already reported
+      if (!numeric(t) || (p.resolved.kind == type_kind::integer && t.kind != type_kind::integer)) {
+        error(errc::bad_domain, v.loc,
+              "bound of '$" + p.name.text + "' has type " + std::string(spell(t)) + ", not " +
+                  std::string(spell(p.resolved)));
+        continue;
+      }
+      std::string sampled;
+      auto reads = [&](auto&& self, expr const& e) -> void {
+        if (e.kind == expr_kind::param && !matched.count(e.text) && sampled.empty()) sampled = e.text;
+        for (auto const& a : e.args) self(self, a);
+      };
+      reads(reads, v);
+      if (!sampled.empty())
+        error(errc::bad_domain, v.loc,
+              "bound of '$" + p.name.text + "' reads '$" + sampled + "', which is sampled, not bound by matching",
+              {{"a bound may read pattern values and parameters the pattern binds", std::nullopt}});
     }
   }
 }

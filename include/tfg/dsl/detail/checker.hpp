@@ -101,6 +101,7 @@ class checker {
   // ---- parameters --------------------------------------------------------------------------
 
   void resolve_param(param_decl& p);
+  void check_computed_bounds(operator_decl& op);
 
   /// The type of a literal domain member; E018/E044/E008 otherwise (returns unknown).
   type literal_type(expr& v);

@@ -187,4 +187,40 @@ TEST_CASE("match builtins: deferred output conditions read replacement states fr
   CHECK(match::evaluate_deferred(op, m, b, pr, ws) == match::reject_stage::output);
 }
 
+
+TEST_CASE("builtins: same_args holds for one computation done twice, not for siblings that differ") {
+  match::symbol_table syms;
+  mock_adapter m{syms};
+  auto const x = m.add_input(T(dtype::f32, {2, 3}));
+  auto const w = m.add_input(T(dtype::f32, {2, 3}));
+  auto const two = [&](std::string_view op, std::vector<match::arg_view> args) {
+    return m.add_node(op, std::move(args), std::vector{T(dtype::f32, {2, 3})});
+  };
+  auto const edge = [](match::edge_id e) { return mock_adapter::edge(e); };
+  auto const constant = [](match::attr_value v) { return mock_adapter::constant(std::move(v)); };
+  auto const r1 = two("aten::relu", {edge(x)});
+  auto const r2 = two("aten::relu", {edge(x)});
+  auto const s1 = two("aten::sigmoid", {edge(x)});
+  auto const m2 = two("aten::mul", {edge(x), constant(2.0)});
+  auto const m2b = two("aten::mul", {edge(x), constant(2.0)});
+  auto const m3 = two("aten::mul", {edge(x), constant(3.0)});
+  auto const a1 = two("aten::add", {edge(x), edge(w), constant(std::int64_t{1})});
+  auto const a2 = two("aten::add", {edge(w), edge(x), constant(std::int64_t{1})});
+  for (auto const e : {r1, r2, s1, m2, m2b, m3, a1, a2}) m.add_output(e);
+  auto const r = compile_text(
+      op_text("anchor %b", "pattern { %a = *(%x, ...) %b = *(%x, ...) %a != %b && same_args(%a, %b) }\n"
+                           "replace { rewire consumers(%b) -> %a }"),
+      syms);
+  auto const& op = r.operators.at(0);
+  match::workspace ws;
+  match::bindings b;
+  auto const matches = [&](match::edge_id anchor) { return match::match_pattern(op, m, anchor, b, ws); };
+  CHECK(matches(r2));   // relu(x) twice
+  CHECK(b.values[1] == r1);
+  CHECK(matches(m2b));  // mul(x, 2.0) twice
+  CHECK(b.values[1] == m2);
+  CHECK_FALSE(matches(s1));  // sigmoid(x): no other sigmoid
+  CHECK_FALSE(matches(m3));  // mul(x, 3.0): another constant
+  CHECK_FALSE(matches(a2));  // add(w, x) is not add(x, w): arguments in order
+}
 }  // namespace tfg_test_match_builtins

@@ -55,7 +55,7 @@ inline constexpr type t_ints{type_kind::integer, true};
 
 /// Every built-in function. A constraint "holds" only if it holds for every profiling record
 /// (input x device) that F keeps for the edges it mentions.
-inline constexpr std::array<builtin_info, 39> builtins{{
+inline constexpr std::array<builtin_info, 40> builtins{{
     {"rank", 1, {sig::tensor}, detail::t_int, builtin_use::state, "rank(v) -> int", "number of dimensions"},
     {"shape", 1, {sig::tensor}, detail::t_ints, builtin_use::state, "shape(v) -> ints", "sizes of all dimensions"},
     {"dim", 2, {sig::tensor, sig::integer}, detail::t_int, builtin_use::state, "dim(v, i) -> int", "size of dimension i (negative i counts from the end)"},
@@ -86,6 +86,7 @@ inline constexpr std::array<builtin_info, 39> builtins{{
     {"op", 1, {sig::tensor}, {type_kind::op, false}, builtin_use::structural, "op(v) -> op", "kind of the node producing v"},
     {"is_input", 1, {sig::tensor}, detail::t_bool, builtin_use::structural, "is_input(v) -> bool", "v is a graph input"},
     {"is_output", 1, {sig::tensor}, detail::t_bool, builtin_use::structural, "is_output(v) -> bool", "v is a graph output"},
+    {"same_args", 2, {sig::tensor, sig::tensor}, detail::t_bool, builtin_use::structural, "same_args(a, b) -> bool", "a and b come from two nodes of the same kind reading the same arguments (the same edges, equal constants)"},
     {"is_none", 1, {sig::tensor}, detail::t_bool, builtin_use::structural, "is_none(v) -> bool", "the optional requirement argument v is None (requirements only)"},
     {"len", 1, {sig::any_list}, detail::t_int, builtin_use::pure, "len(list) -> int", "number of list elements"},
     {"prod", 1, {sig::ints}, detail::t_int, builtin_use::pure, "prod(ints) -> int", "product of the elements (1 for [])"},

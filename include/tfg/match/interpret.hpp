@@ -182,6 +182,23 @@ inline bool broadcast_ok(std::vector<std::int64_t> const& a, std::vector<std::in
   return true;
 }
 
+/// Whether two schema arguments are the same: one edge, equal constants, or lists of such.
+/// An argument the adapter cannot express is never the same as anything.
+inline bool same_arg(arg_view const& x, arg_view const& y) {
+  if (x.how != y.how) return false;
+  switch (x.how) {
+    case arg_view::form::edge: return x.edge == y.edge;
+    case arg_view::form::constant: return x.value == y.value;
+    case arg_view::form::list:
+      if (x.items.size() != y.items.size()) return false;
+      for (std::size_t i = 0; i < x.items.size(); ++i)
+        if (!same_arg(x.items[i], y.items[i])) return false;
+      return true;
+    case arg_view::form::other: return false;
+  }
+  return false;
+}
+
 template <class A>
 val list_of_ints(std::vector<std::int64_t> const& xs, std::vector<val>& s) {
   val v;
@@ -283,6 +300,20 @@ val call_builtin(bfn fn, std::span<const val> a, env<A> const& E, std::size_t ru
       for (auto const o : g.graph_outputs())
         if (o == e) return val::boolean(true);
       return val::boolean(false);
+    }
+    case bfn::same_args: {
+      auto const x = tensor_edge(0), y = tensor_edge(1);
+      if (x == graph::no_edge || y == graph::no_edge) return val::fault();
+      if (x == y) return val::boolean(true);
+      auto const p = g.producer(x), q = g.producer(y);
+      // Graph inputs, and two results of one node, are not one computation done twice.
+      if (p == graph::no_node || q == graph::no_node || p == q) return val::boolean(false);
+      if (E.adapter.op_symbol(p) != E.adapter.op_symbol(q)) return val::boolean(false);
+      auto const n = E.adapter.arg_count(p);
+      if (n != E.adapter.arg_count(q)) return val::boolean(false);
+      for (std::size_t i = 0; i < n; ++i)
+        if (!same_arg(E.adapter.arg(p, i), E.adapter.arg(q, i))) return val::boolean(false);
+      return val::boolean(true);
     }
     case bfn::is_none: return a[0].k == vk::tensor ? val::boolean(a[0].e == graph::no_edge) : val::fault();
     // ---- pure

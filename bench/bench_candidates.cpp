@@ -242,8 +242,10 @@ void BM_construct(benchmark::State& st) {
   auto& g = graph_of(static_cast<std::size_t>(st.range(0)));
   std::span<const match::compiled_operator> ops(w.pool.operators);
   std::uint64_t pairs = 0, cands = 0;
+  // range(1): draws of the sampled parameters per pair (4, the default; 1 as before redraws).
+  auto const draws = static_cast<unsigned>(st.range(1));
   for (auto _ : st) {
-    auto const set = match::construct(g, ops, {.seed = 1});
+    auto const set = match::construct(g, ops, {.seed = 1, .param_draws = draws});
     pairs += set.total.pairs();
     cands += set.candidates.size();
     benchmark::DoNotOptimize(set.candidates.data());
@@ -254,7 +256,12 @@ void BM_construct(benchmark::State& st) {
   st.counters["operators"] = static_cast<double>(ops.size());
   st.counters["ns_per_pair"] = benchmark::Counter(static_cast<double>(pairs), benchmark::Counter::kIsRate | benchmark::Counter::kInvert) ;
 }
-BENCHMARK(BM_construct)->Arg(10'000)->Arg(100'000)->Arg(1'000'000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_construct)
+    ->Args({10'000, 4})
+    ->Args({100'000, 4})
+    ->Args({1'000'000, 4})
+    ->Args({100'000, 1})
+    ->Unit(benchmark::kMillisecond);
 
 /// A temp folder holding `copies` copies of the selected files (operator names suffixed).
 fs::path replicate(std::string const& name, std::size_t copies, std::vector<std::string> const& only) {

@@ -73,7 +73,7 @@ struct legality_args {
   std::uint64_t seed = 1;
   int jobs = 1;
   int timeout_s = 60;
-  unsigned param_draws = 8;  // --param-draws: as construct_options::param_draws
+  unsigned param_draws = 4;  // --param-draws: as construct_options::param_draws
   std::string json;  // --json: every labelled candidate
   bool quiet = false;
 };

@@ -379,7 +379,7 @@ int main(int argc, char** argv) {
   legality->add_option("--param-draws", la.param_draws,
                        "draws of an operator's sampled parameters before its constraints reject a candidate "
                        "(as candidate construction; 1: a single draw)")
-      ->default_val(8)->check(CLI::Range(1, 1024));
+      ->default_val(4)->check(CLI::Range(1, 1024));
   legality->add_option("--json", la.json, "write every labelled candidate and the table as JSON");
   legality->add_flag("-q,--quiet", la.quiet, "no progress line");
 

@@ -41,6 +41,7 @@ struct seed_state {
   tfg::torch::input_set inputs;
   tfg::torch::profile prof;
   std::unique_ptr<tfg::torch::torch_match_adapter> adapter;
+  std::vector<tm::edge_summary> summary;  // for the anchor-type view (prefilter_check)
 };
 
 enum class label_kind { legal, illegal, crashed, timed_out };
@@ -56,6 +57,7 @@ struct sample {
   tfg::graph::edge_id anchor{};
   tm::bindings b;
   tm::group_verdicts v;
+  bool typed = true;   // the anchor has the rank, dtype and aliasing the summary prefilter asks for
   std::string before;  // why instantiation or inference rejected it before execution, if they did
   label lab;
   double seconds = 0;
@@ -204,6 +206,7 @@ int run_legality_command(const legality_args& a) {
       continue;
     }
     s->adapter = std::make_unique<tfg::torch::torch_match_adapter>(s->m, s->prof, symbols);
+    s->summary = tm::summarize(*s->adapter);
     *context = {&s->m, &s->prof};
     auto set = tm::construct(*s->adapter, std::span<const tm::compiled_operator>(ops),
                              {.seed = a.seed, .record_pairs = true, .keep_candidates = false, .use_prefilter = false});
@@ -252,6 +255,7 @@ int run_legality_command(const legality_args& a) {
     // decided at construction reject them); the groups are then judged on that choice.
     (void)tm::evaluate_constraints(op, *s.adapter, x.b, prng, ws, a.param_draws);
     x.v = tm::judge_groups(op, *s.adapter, x.b, ws);
+    x.typed = tm::prefilter_check(op.pre, s.summary[tfg::graph::index(e)]) == tm::reject_stage::accepted;
     samples.push_back(std::move(x));
   }
 
@@ -397,6 +401,25 @@ int run_legality_command(const legality_args& a) {
   }
   std::printf("(positive = rejected; TP rejected illegal, FN retained illegal, FP rejected legal, TN retained legal; "
               "leakage = FN / retained)\n");
+  {
+    // The same candidates seen as a typed pattern would draw them: only those whose anchor
+    // has the rank, dtype and aliasing the operator's anchor-only input conditions ask for
+    // (the summary prefilter, run 0). Not the measure above: those guards are input
+    // constraints here, and a candidate they reject counts as a rejection.
+    tm::confusion typed{};
+    std::size_t typed_legal = 0, n = 0;
+    for (const auto& x : samples)
+      if (x.typed) {
+        ++n;
+        typed_legal += x.lab.kind == label_kind::legal;
+        typed.add(tm::retains(tm::ablations[0], x.v), x.lab.kind == label_kind::legal);
+      }
+    std::printf("Anchor-typed view: %zu of %zu candidates have an anchor of the rank, dtype and aliasing their "
+                "operator's input conditions on the anchor ask for; %zu of them legal (%s); full constraints retain %s "
+                "of them at LMR %s\n",
+                n, samples.size(), typed_legal, pct(n ? double(typed_legal) / double(n) : 0.0).c_str(),
+                pct(typed.retention()).c_str(), pct(typed.legal_rate()).c_str());
+  }
 
   // What leaks and what is rejected wrongly under the full system, by operator: the list to
   // work from when constraints are to be tightened or loosened.
@@ -464,7 +487,7 @@ int run_legality_command(const legality_args& a) {
         tfg::json::write_string(out, tfg::campaign::attr_text(x.b.params[k]));
       }
       out << "},\"input\":" << x.v.input << ",\"internal\":" << x.v.internal << ",\"output\":" << x.v.output
-          << ",\"before_execution\":";
+          << ",\"anchor_typed\":" << x.typed << ",\"before_execution\":";
       tfg::json::write_string(out, x.before);
       out
           << ",\"legal\":" << (x.lab.kind == label_kind::legal) << ",\"why\":";

@@ -331,6 +331,28 @@ class compiler {
     build_prefilter(op, c);
     for (auto const& p : c.params)
       c.sampled_params = c.sampled_params || (!p.bound_by_match && p.domain != dsl::domain_kind::none);
+    // Which constraints a redraw of the sampled parameters can change (evaluate_constraints
+    // redraws only when the rejecting condition is one of them).
+    auto const reads_sampled = [&](dsl::expr const& e) {
+      auto walk = [&](auto&& self, dsl::expr const& x) -> bool {
+        if (x.kind == dsl::expr_kind::param) {
+          auto const it = params_.find(x.text);
+          if (it != params_.end() && !c.params[it->second].bound_by_match) return true;
+        }
+        for (auto const& k : x.args)
+          if (self(self, k)) return true;
+        return false;
+      };
+      return walk(walk, e);
+    };
+    auto const mark = [&](std::optional<dsl::constraint_block> const& blk, std::vector<program>& progs) {
+      if (!blk) return;
+      for (std::size_t i = 0; i < blk->conditions.size() && i < progs.size(); ++i)
+        progs[i].reads_sampled = reads_sampled(blk->conditions[i]);
+    };
+    mark(op.require_input, c.input);
+    mark(op.require_internal, c.internal);
+    mark(op.require_output, c.output);
     op_ = nullptr;
     return c;
   }

@@ -303,7 +303,7 @@ template <match_adapter A>
 /// that read only pattern values (the rest is deferred to `evaluate_deferred`).
 /// How many draws of the sampled parameters `evaluate_constraints` makes at most before it
 /// rejects a candidate (dsl/spec.md section 6, "Sampling").
-inline constexpr unsigned default_param_draws = 8;
+inline constexpr unsigned default_param_draws = 4;
 
 template <match_adapter A, class URBG>
 [[nodiscard]] reject_stage evaluate_constraints(compiled_operator const& op, A const& a, bindings& b, URBG& rng,
@@ -397,6 +397,27 @@ void sample_site_params(compiled_operator const& op, A const& a, bindings& b, UR
   }
 }
 
+/// Whether the first condition that rejects `b` at `stage` reads a sampled parameter (or is a
+/// range computed from the site, or the one-program-for-every-record check, which may read
+/// them): only then can another draw be accepted.
+template <match_adapter A>
+[[nodiscard]] bool rejection_reads_sampled(compiled_operator const& op, A const& a, bindings const& b,
+                                           reject_stage stage, workspace& ws) {
+  auto const E = detail::env<A>{a, b.values, b.params, &op.params, {}, {}, op.pattern_value_count, nullptr,
+                                graph::no_edge, nullptr};
+  auto first_failing = [&](std::vector<program> const& progs) -> int {
+    for (std::size_t i = 0; i < progs.size(); ++i)
+      if (!progs[i].needs_probe && !holds(progs[i], E, ws)) return progs[i].reads_sampled ? 1 : 0;
+    return -1;  // none of them: the rejection came from elsewhere in the stage
+  };
+  switch (stage) {
+    case reject_stage::input: return first_failing(op.input) != 0;
+    case reject_stage::internal: return first_failing(op.internal) != 0;
+    case reject_stage::output: return first_failing(op.output) != 0;
+    default: return false;
+  }
+}
+
 template <match_adapter A>
 [[nodiscard]] bool input_holds(compiled_operator const& op, detail::env<A> const& E, workspace& ws) {
   for (auto const& c : op.input)
@@ -445,6 +466,8 @@ template <match_adapter A, class URBG>
     sample_site_params(op, a, b, rng, ws);
     st = check_constraints(op, a, b, ws);
     if (st == reject_stage::accepted || !op.sampled_params) break;
+    // A condition that reads no sampled parameter rejects every draw alike: stop here.
+    if (t + 1 >= draws || !rejection_reads_sampled(op, a, b, st, ws)) break;
   }
   return st;
 }

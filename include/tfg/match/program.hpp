@@ -207,6 +207,7 @@ struct program {
   std::vector<std::uint32_t> slots;  ///< value slots mentioned (sorted, unique)
   bool reads_state = false;          ///< some state built-in or extern is called
   bool needs_probe = false;          ///< mentions a replacement value (deferred to the probe)
+  bool reads_sampled = false;        ///< mentions a sampled parameter (a redraw may change it)
   std::shared_ptr<std::deque<std::string>> strings;  ///< string literals (stable storage)
   std::vector<std::shared_ptr<const extern_fn>> externs;
   std::string text;                  ///< source position, for reports ("file:line:col")

@@ -98,6 +98,11 @@ struct expr {
 /// E007 (one condition per line in a `require` block has no such limit).
 inline constexpr std::uint32_t max_expression_height = 512;
 
+/// An int or float literal (a literal range bound, a plain literal list element).
+[[nodiscard]] inline bool is_number_literal(expr const& e) noexcept {
+  return e.kind == expr_kind::int_literal || e.kind == expr_kind::float_literal;
+}
+
 /// A name with its position: operator names, `%values` and `$params` (without sigil),
 /// op names, header words.
 struct symbol {

@@ -267,11 +267,8 @@ class compiler {
       cp.domain = p.domain;
       if (p.domain == dsl::domain_kind::range && p.domain_values.size() == 2) {
         // Computed bounds are compiled below, once the pattern values have slots.
-        auto const lit = [](dsl::expr const& v) {
-          return v.kind == dsl::expr_kind::int_literal || v.kind == dsl::expr_kind::float_literal;
-        };
-        if (lit(p.domain_values[0])) cp.lo = literal_attr(p.domain_values[0], p.resolved.kind);
-        if (lit(p.domain_values[1])) cp.hi = literal_attr(p.domain_values[1], p.resolved.kind);
+        if (dsl::is_number_literal(p.domain_values[0])) cp.lo = literal_attr(p.domain_values[0], p.resolved.kind);
+        if (dsl::is_number_literal(p.domain_values[1])) cp.hi = literal_attr(p.domain_values[1], p.resolved.kind);
       } else if (p.domain == dsl::domain_kind::set) {
         for (auto const& m : p.domain_values) cp.members.push_back(literal_attr(m, p.resolved.kind));
       } else if (p.resolved.kind == dsl::type_kind::boolean) {
@@ -306,21 +303,14 @@ class compiler {
       compile_replacement(*op.replace, c.replacement);
     }
     // Computed parameter bounds (after the pattern's slots; they read pattern values only).
+    // Both bounds become programs, a literal side too: one code path when sampling.
     for (std::size_t i = 0; i < op.params.size(); ++i) {
       auto const& p = op.params[i];
-      if (p.domain != dsl::domain_kind::range || p.domain_values.size() != 2) continue;
-      for (int k = 0; k < 2; ++k) {
-        auto const& v = p.domain_values[static_cast<std::size_t>(k)];
-        if (v.kind == dsl::expr_kind::int_literal || v.kind == dsl::expr_kind::float_literal) continue;
-        (k == 0 ? c.params[i].lo_expr : c.params[i].hi_expr) = std::make_shared<const program>(compile_expr(v));
-      }
-      if (c.params[i].computed_bounds()) {
-        // The literal side, if any, as a constant program too: one code path when sampling.
-        for (int k = 0; k < 2; ++k) {
-          auto& slot = k == 0 ? c.params[i].lo_expr : c.params[i].hi_expr;
-          if (!slot) slot = std::make_shared<const program>(compile_expr(p.domain_values[static_cast<std::size_t>(k)]));
-        }
-      }
+      if (p.domain != dsl::domain_kind::range || p.domain_values.size() != 2 ||
+          std::all_of(p.domain_values.begin(), p.domain_values.end(), dsl::is_number_literal))
+        continue;
+      c.params[i].lo_expr = std::make_shared<const program>(compile_expr(p.domain_values[0]));
+      c.params[i].hi_expr = std::make_shared<const program>(compile_expr(p.domain_values[1]));
     }
     if (op.require_input)
       for (auto const& e : op.require_input->conditions) c.input.push_back(compile_expr(e));
@@ -484,7 +474,7 @@ class compiler {
       case dsl::expr_kind::list: {
         bool plain = true;
         for (auto const& x : a.args)
-          plain = plain && (x.kind == dsl::expr_kind::int_literal || x.kind == dsl::expr_kind::float_literal);
+          plain = plain && dsl::is_number_literal(x);
         if (plain) {
           pa.k = pattern_arg::kind::literal;
           pa.literal = literal_attr(a, dsl::type_kind::unknown);
@@ -593,7 +583,7 @@ class compiler {
       case dsl::expr_kind::list: {
         bool plain = true;
         for (auto const& x : e.args)
-          plain = plain && (x.kind == dsl::expr_kind::int_literal || x.kind == dsl::expr_kind::float_literal);
+          plain = plain && dsl::is_number_literal(x);
         if (plain) {
           t.k = template_arg::kind::constant;
           t.constant = literal_attr(e, dsl::type_kind::unknown);

@@ -298,13 +298,13 @@ template <match_adapter A>
   return detail::env<A>{a, b.values, b.params, &op.params, {}, {}, op.pattern_value_count, probe, graph::no_edge, nullptr};
 }
 
-/// The stages after the pattern (bindings in `b`): sampling of the parameters not bound by
-/// matching, `require input`, then the `require internal` and `require output` conditions
-/// that read only pattern values (the rest is deferred to `evaluate_deferred`).
 /// How many draws of the sampled parameters `evaluate_constraints` makes at most before it
 /// rejects a candidate (dsl/spec.md section 6, "Sampling").
 inline constexpr unsigned default_param_draws = 4;
 
+/// The stages after the pattern (bindings in `b`): sampling of the parameters not bound by
+/// matching, `require input`, then the `require internal` and `require output` conditions
+/// that read only pattern values (the rest is deferred to `evaluate_deferred`).
 template <match_adapter A, class URBG>
 [[nodiscard]] reject_stage evaluate_constraints(compiled_operator const& op, A const& a, bindings& b, URBG& rng,
                                                 workspace& ws, unsigned draws = default_param_draws);
@@ -312,10 +312,6 @@ template <match_adapter A, class URBG>
 template <match_adapter A>
 [[nodiscard]] bool same_on_every_run(compiled_operator const& op, A const& a, bindings const& b, workspace& ws);
 
-/// The three constraint groups as the candidate stages decide them before any execution:
-/// `require input`; the probe-free `require internal` conditions and `same_on_every_run`; the
-/// probe-free `require output` conditions. `check_constraints` stops at the first that fails;
-/// `judge_groups` (legality.hpp) decides each.
 namespace detail {
 /// One computed bound of a parameter (dsl/spec.md section 6) on every profiling record: the
 /// largest lower bound (`lower`) or the smallest upper bound over the records, so that a value
@@ -377,8 +373,7 @@ void sample_site_params(compiled_operator const& op, A const& a, bindings& b, UR
   bool any = false;
   for (auto const& p : op.params) any = any || p.computed_bounds();
   if (!any) return;
-  auto const E = detail::env<A>{a, b.values, b.params, &op.params, {}, {}, op.pattern_value_count, nullptr,
-                                graph::no_edge, nullptr};
+  auto const E = make_env(op, a, b);
   for (std::size_t i = 0; i < op.params.size() && i < b.params.size(); ++i) {
     auto const& p = op.params[i];
     if (!p.computed_bounds()) continue;
@@ -403,8 +398,7 @@ void sample_site_params(compiled_operator const& op, A const& a, bindings& b, UR
 template <match_adapter A>
 [[nodiscard]] bool rejection_reads_sampled(compiled_operator const& op, A const& a, bindings const& b,
                                            reject_stage stage, workspace& ws) {
-  auto const E = detail::env<A>{a, b.values, b.params, &op.params, {}, {}, op.pattern_value_count, nullptr,
-                                graph::no_edge, nullptr};
+  auto const E = make_env(op, a, b);
   auto first_failing = [&](std::vector<program> const& progs) -> int {
     for (std::size_t i = 0; i < progs.size(); ++i)
       if (!progs[i].needs_probe && !holds(progs[i], E, ws)) return progs[i].reads_sampled ? 1 : 0;
@@ -418,6 +412,11 @@ template <match_adapter A>
   }
 }
 
+/// The three constraint groups as the candidate stages decide them before any execution:
+/// `require input` (with the ranges computed from the site); the probe-free `require
+/// internal` conditions and `same_on_every_run`; the probe-free `require output` conditions.
+/// `check_constraints` stops at the first that fails; `judge_groups` (legality.hpp) decides
+/// each.
 template <match_adapter A>
 [[nodiscard]] bool input_holds(compiled_operator const& op, detail::env<A> const& E, workspace& ws) {
   for (auto const& c : op.input)

@@ -184,9 +184,7 @@ inline void  checker::resolve_param(param_decl& p) {
       double bound[2] = {0, 0};
       // Bounds computed from the site (section 6, "Bounds read from the site"): checked as
       // expressions once the pattern's values are known (check_computed_bounds).
-      bool const computed = std::any_of(p.domain_values.begin(), p.domain_values.end(), [](expr const& v) {
-        return v.kind != expr_kind::int_literal && v.kind != expr_kind::float_literal;
-      });
+      bool const computed = !std::all_of(p.domain_values.begin(), p.domain_values.end(), is_number_literal);
       if (computed) {
         if (!has_declared) {
           error(errc::bad_domain, p.domain_values.front().loc,
@@ -288,17 +286,14 @@ inline void  checker::check_computed_bounds(operator_decl& op) {
     }
   for (auto& p : op.params) {
     if (p.domain != domain_kind::range || p.resolved.kind == type_kind::unknown) continue;
-    bool const computed = std::any_of(p.domain_values.begin(), p.domain_values.end(), [](expr const& v) {
-      return v.kind != expr_kind::int_literal && v.kind != expr_kind::float_literal;
-    });
-    if (!computed) continue;
+    if (std::all_of(p.domain_values.begin(), p.domain_values.end(), is_number_literal)) continue;
     if (matched.count(p.name.text)) {
       error(errc::bad_domain, p.domain_values.front().loc,
             "parameter '$" + p.name.text + "' is bound by matching; its domain needs literal bounds");
       continue;
     }
     for (auto& v : p.domain_values) {
-      if (v.kind == expr_kind::int_literal || v.kind == expr_kind::float_literal) continue;
+      if (is_number_literal(v)) continue;
       type const t = check_expr(v, expr_site::require_input);
       if (t.kind == type_kind::unknown) continue;  // already reported
       if (!numeric(t) || (p.resolved.kind == type_kind::integer && t.kind != type_kind::integer)) {

@@ -176,6 +176,53 @@ graph(%x : Tensor, %i : Tensor, %mask : Tensor):
   CHECK(v.kind <= verdict_kind::within_tolerance);
 }
 
+TEST_CASE("the float64 configurations keep a cast that copied a copy (widening changes precision, not aliasing)") {
+  // relu's backward saves its output; in float32 `.to(f64).to(f32)` copies twice, so tanh_
+  // writes a fresh tensor. Widened naively, both casts become no-op casts to float64 returning
+  // their input, tanh_ overwrites relu's saved output, and autograd_float64 fails with
+  // "modified by an inplace operation" (the swin_v2_t campaign artefact, docs/findings.md).
+  auto m = from_ir(R"IR(
+graph(%x : Tensor):
+  %none : NoneType = prim::Constant()
+  %false : bool = prim::Constant[value=0]()
+  %double : int = prim::Constant[value=7]()
+  %float : int = prim::Constant[value=6]()
+  %r : Tensor = aten::relu(%x)
+  %d : Tensor = aten::to(%r, %double, %false, %false, %none)
+  %f : Tensor = aten::to(%d, %float, %false, %false, %none)
+  %t : Tensor = aten::tanh_(%f)
+  %same : Tensor = aten::to(%t, %float, %false, %false, %none)
+  %o : Tensor = aten::add(%same, %r, %double)
+  return (%o)
+)IR");
+  const tt::input_set inputs{{at::randn({3, 4})}};
+  const auto g32 = tt::run_config("autograd_eager", m, inputs);
+  REQUIRE_MESSAGE(g32.ok(), g32.error);
+  const auto g64 = tt::run_config("autograd_float64", m, inputs);
+  REQUIRE_MESSAGE(g64.ok(), g64.error);
+  CHECK(tt::judge(g32, g64, {}, &m).kind <= verdict_kind::within_tolerance);
+  const auto f64 = tt::run_config("float64_reference", m, inputs);
+  REQUIRE_MESSAGE(f64.ok(), f64.error);
+  CHECK(tt::judge(tt::run_config("eager_op_by_op", m, inputs), f64, {}, &m).kind <= verdict_kind::within_tolerance);
+
+  // The casts that copied get copy=True; the no-op cast (%t is float32 already) stays an alias.
+  const auto wide = tt::config_detail::widened_model(m, &inputs[0]);
+  int copies = 0, aliases = 0;
+  for (auto n : wide.graph.nodes()) {
+    const auto& d = wide.graph.data(n);
+    if (d.kind != c10::aten::to) continue;
+    (d.args.at(3).constant.toBool() ? copies : aliases) += 1;
+  }
+  CHECK(copies == 2);
+  CHECK(aliases == 1);
+  // Without an input nothing can be known: the casts are left as they are.
+  const auto blind = tt::config_detail::widened_model(m);
+  int unchanged = 0;
+  for (auto n : blind.graph.nodes())
+    if (blind.graph.data(n).kind == c10::aten::to) unchanged += !blind.graph.data(n).args.at(3).constant.toBool();
+  CHECK(unchanged == 3);
+}
+
 TEST_CASE("config verdicts: perturbation, NaN, shape, dtype and tie-dependent outputs") {
   auto m = tt::torchscript_importer().load(tiny_path);
   auto inputs = tt::load_inputs(tiny_inputs);

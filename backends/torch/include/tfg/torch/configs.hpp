@@ -112,8 +112,44 @@ namespace config_detail {
 /// which then computes what the model means, not a more precise model. Integer and bool tensors
 /// (indices, masks) are left alone. Works on a copy of the TFG, so node and edge ids are those
 /// of `m` (edge-by-edge comparison and localisation rely on it).
-[[nodiscard]] inline model widened_model(const model& m) {
+///
+/// Widening must not change aliasing. `aten::to` returns its input itself when the dtype
+/// already matches, so in the widened model a cast that copied in `m` (`x.to(f64).to(f32)`:
+/// two copies in float32) becomes a cast to float64 of a float64 tensor, i.e. an alias, and an
+/// in-place op after it writes a tensor it did not write in `m` (a result autograd saved, a
+/// value another consumer reads). Given `input` (one forward's arguments of `m`, at their own
+/// dtypes), `m` is run on it once op by op (only when it has a cast to float64 after widening)
+/// and every such `aten::to` that returned a new tensor gets `copy=True`. A cast that aliased
+/// in `m` stays an alias. Without `input`, or where `m` fails before a cast ran, casts are left
+/// as they are.
+[[nodiscard]] inline std::vector<graph::node_id> copying_casts(const model& m, const std::vector<graph::node_id>& casts,
+                                                               const std::vector<c10::IValue>& input) {
+  std::vector<graph::node_id> copied;
+  if (casts.empty()) return copied;
+  std::vector<bool> watched(m.graph.node_capacity(), false);
+  for (auto n : casts) watched[graph::index(n)] = true;
+  at::NoGradGuard no_grad;
+  executor ex(m);
+  const auto& g = m.graph;
+  try {
+    (void)ex.run(ivalue::deep_clone(input), [&](graph::node_id n, std::span<const graph::edge_id> outs) {
+      if (n == graph::no_node || !watched[graph::index(n)] || outs.empty()) return;
+      const auto& in = g.inputs(n);
+      const auto& d = g.data(n);
+      if (d.args.empty() || d.args[0].how != argument::form::edge) return;
+      const auto& x = ex.value(in[d.args[0].input]);
+      const auto& y = ex.value(outs[0]);
+      if (x.isTensor() && y.isTensor() && !y.toTensor().is_same(x.toTensor())) copied.push_back(n);
+    });
+  } catch (const std::exception&) {
+    // the casts that ran before the failure are recorded; the widened run reports the failure
+  }
+  return copied;
+}
+
+[[nodiscard]] inline model widened_model(const model& m, const std::vector<c10::IValue>* input = nullptr) {
   model out = m;
+  std::vector<graph::node_id> f64_casts;  // aten::to nodes casting to float64 after widening
   const auto working = working_dtype(m);
   auto& g = out.graph;
   for (auto n : g.nodes()) {
@@ -135,8 +171,18 @@ namespace config_detail {
       if (real_kind(schema->arguments()[i]) != c10::TypeKind::ScalarTypeType) continue;
       const auto t = static_cast<c10::ScalarType>(a.constant.toInt());
       if (t == c10::kFloat || t == working) a.constant = c10::IValue(static_cast<std::int64_t>(c10::kDouble));
+      if (d.kind == c10::aten::to && static_cast<c10::ScalarType>(a.constant.toInt()) == c10::kDouble)
+        f64_casts.push_back(n);
     }
   }
+  if (input)
+    for (auto n : copying_casts(m, f64_casts, *input)) {
+      auto& d = g.data(n);
+      const auto* schema = schema_of(g, n);
+      const auto& formal = schema->arguments();
+      for (std::size_t i = 0; i < d.args.size() && i < formal.size(); ++i)
+        if (formal[i].name() == "copy" && d.args[i].how == argument::form::constant) d.args[i].constant = c10::IValue(true);
+    }
   out.source = m.source + " (float64)";
   return out;
 }
@@ -372,7 +418,9 @@ class configuration_scope {
     compat::intra_op_threads thread_scope(threads);
     namespace cd = config_detail;
     auto shared = [&] { return std::make_shared<const model>(m); };
-    auto widened = [&] { return std::make_shared<const model>(cd::widened_model(m)); };
+    auto widened = [&] {
+      return std::make_shared<const model>(cd::widened_model(m, inputs.empty() ? nullptr : &inputs[0]));
+    };
     const cd::input_transform to_f64 = cd::widened_input;
     const cd::input_transform to_channels_last = cd::channels_last_input;
     if (name == "eager_op_by_op" || name == "threads_1_vs_n") {

@@ -74,7 +74,7 @@ namespace localise_detail {
   ivalue::tensor_transform tf;
   int n_threads = threads;
   if (config == "float64_reference") {
-    widened.emplace(config_detail::widened_model(m));
+    widened.emplace(config_detail::widened_model(m, &input));
     run = &*widened;
     tf = config_detail::widened_input;
     out.widened = true;
@@ -195,7 +195,7 @@ inline void describe_node(const model& m, std::size_t position, const edge_value
     const auto wm = window_model(m, w, n);
     std::vector<c10::IValue> in;
     for (auto e : wm.boundary) in.push_back(vals.at.at(graph::index(e)));
-    const auto wide = config_detail::widened_model(wm.reduced);
+    const auto wide = config_detail::widened_model(wm.reduced, &in);
     const configuration_scope running("float64_reference");
     at::NoGradGuard no_grad;
     executor ex(wide);

@@ -160,6 +160,10 @@ struct compiled_operator {
   std::vector<compiled_param> params;
   /// Some parameter is sampled (not bound by matching): `evaluate_constraints` may redraw.
   bool sampled_params = false;
+  /// A replacement expression (a node argument or a rewire's consumer index) reads a sampled
+  /// parameter, so whether it is the same on every record (`same_on_every_run`) can change
+  /// with a redraw.
+  bool replacement_reads_sampled = false;
 
   prefilter pre;
   std::vector<pattern_node> pattern;    ///< nodes; empty: the anchor edge alone
@@ -343,6 +347,17 @@ class compiler {
     mark(op.require_input, c.input);
     mark(op.require_internal, c.internal);
     mark(op.require_output, c.output);
+    auto const program_reads_sampled = [&](program const& p) {
+      for (auto const& n : p.nodes)
+        if (n.op == pop::param && n.slot < c.params.size() && !c.params[n.slot].bound_by_match) return true;
+      return false;
+    };
+    for (auto const& rn : c.replacement.nodes)
+      for (auto const& t : rn.args)
+        if (t.k == template_arg::kind::expr && t.expr && program_reads_sampled(*t.expr)) c.replacement_reads_sampled = true;
+    for (auto const& rw : c.replacement.rewires)
+      if (rw.which && rw.which->k == template_arg::kind::expr && rw.which->expr && program_reads_sampled(*rw.which->expr))
+        c.replacement_reads_sampled = true;
     op_ = nullptr;
     return c;
   }

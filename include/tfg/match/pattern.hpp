@@ -4,6 +4,7 @@
 /// section 10 (pattern, sampling, input / internal / output constraints, deferred conditions),
 /// plus the evaluation of replacement template expressions.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -392,26 +393,6 @@ void sample_site_params(compiled_operator const& op, A const& a, bindings& b, UR
   }
 }
 
-/// Whether the first condition that rejects `b` at `stage` reads a sampled parameter (or is a
-/// range computed from the site, or the one-program-for-every-record check, which may read
-/// them): only then can another draw be accepted.
-template <match_adapter A>
-[[nodiscard]] bool rejection_reads_sampled(compiled_operator const& op, A const& a, bindings const& b,
-                                           reject_stage stage, workspace& ws) {
-  auto const E = make_env(op, a, b);
-  auto first_failing = [&](std::vector<program> const& progs) -> int {
-    for (std::size_t i = 0; i < progs.size(); ++i)
-      if (!progs[i].needs_probe && !holds(progs[i], E, ws)) return progs[i].reads_sampled ? 1 : 0;
-    return -1;  // none of them: the rejection came from elsewhere in the stage
-  };
-  switch (stage) {
-    case reject_stage::input: return first_failing(op.input) != 0;
-    case reject_stage::internal: return first_failing(op.internal) != 0;
-    case reject_stage::output: return first_failing(op.output) != 0;
-    default: return false;
-  }
-}
-
 /// The three constraint groups as the candidate stages decide them before any execution:
 /// `require input` (with the ranges computed from the site); the probe-free `require
 /// internal` conditions and `same_on_every_run`; the probe-free `require output` conditions.
@@ -456,17 +437,115 @@ template <match_adapter A>
 /// accepted one is uniform over the values the constraints accept here (rejection sampling);
 /// a site where `draws` draws all fail is rejected at the stage of the last one. An operator
 /// without sampled parameters is checked once.
+///
+/// Same stage as `check_constraints` on the final draw, with less work: the conditions that
+/// read no sampled parameter (and the ranges computed from the site, which read only pattern
+/// values and matched parameters) are evaluated once per candidate, not once per draw; a
+/// draw re-evaluates only what it can change. A condition reading no sampled parameter that
+/// fails decides the stage for every draw: the loop stops there.
 template <match_adapter A, class URBG>
 [[nodiscard]] reject_stage evaluate_constraints(compiled_operator const& op, A const& a, bindings& b, URBG& rng,
                                                 workspace& ws, unsigned draws) {
+  sample_params(op, rng, b.params);
+  if (!op.sampled_params || draws <= 1) {  // one check: in the conditions' own order
+    sample_site_params(op, a, b, rng, ws);
+    return check_constraints(op, a, b, ws);
+  }
+  constexpr std::size_t max_site_params = 8;
+  if (std::count_if(op.params.begin(), op.params.end(), [](auto const& p) { return p.computed_bounds(); }) >
+      static_cast<std::ptrdiff_t>(max_site_params)) {
+    // More ranges than the fixed buffer holds: every draw checked in full.
+    reject_stage st = reject_stage::accepted;
+    for (unsigned t = 0; t < std::max(1u, draws); ++t) {
+      if (t > 0) sample_params(op, rng, b.params);
+      sample_site_params(op, a, b, rng, ws);
+      st = check_constraints(op, a, b, ws);
+      if (st == reject_stage::accepted) break;
+    }
+    return st;
+  }
+  auto const E = make_env(op, a, b);
+  // Ranges computed from the site: once (they read no sampled parameter).
+  struct site_range {
+    std::size_t slot;
+    double lo, hi;
+    bool integer;
+  };
+  std::array<site_range, max_site_params> ranges{};
+  std::size_t n_ranges = 0;
+  bool empty_range = false;
+  for (std::size_t i = 0; i < op.params.size() && i < b.params.size(); ++i) {
+    auto const& p = op.params[i];
+    if (!p.computed_bounds()) continue;
+    double lo = 0, hi = 0;
+    if (!detail::computed_range(p, E, ws, lo, hi)) {
+      b.params[i] = std::monostate{};
+      empty_range = true;
+      continue;
+    }
+    ranges[n_ranges++] = {i, lo, hi, p.type.kind == dsl::type_kind::integer};
+  }
+  auto draw_site = [&] {
+    for (std::size_t k = 0; k < n_ranges; ++k) {
+      auto const& r = ranges[k];
+      if (r.integer) {
+        std::uniform_int_distribution<std::int64_t> d(static_cast<std::int64_t>(r.lo), static_cast<std::int64_t>(r.hi));
+        b.params[r.slot] = d(rng);
+      } else {
+        std::uniform_real_distribution<double> d(r.lo, r.hi);
+        b.params[r.slot] = d(rng);
+      }
+    }
+  };
+  draw_site();
+  // The input conditions no draw changes: once.
+  for (auto const& c : op.input)
+    if (!c.reads_sampled && !holds(c, E, ws)) return reject_stage::input;
+  if (empty_range) return reject_stage::input;
+  // What no draw changes after the input stage: decided once, when a draw first passes
+  // the input stage (most rejected draws never get there).
+  bool fixed_known = false;
+  reject_stage fixed = reject_stage::accepted;
+  auto decide_fixed = [&] {
+    fixed_known = true;
+    for (auto const& c : op.internal)
+      if (!c.needs_probe && !c.reads_sampled && !holds(c, E, ws)) {
+        fixed = reject_stage::internal;
+        return;
+      }
+    if (!op.replacement_reads_sampled && !same_on_every_run(op, a, b, ws)) {
+      fixed = reject_stage::internal;
+      return;
+    }
+    for (auto const& c : op.output)
+      if (!c.needs_probe && !c.reads_sampled && !holds(c, E, ws)) {
+        fixed = reject_stage::output;
+        return;
+      }
+  };
+  // One draw: the first stage its sampled conditions (or `fixed`) reject.
+  auto stage_of_draw = [&]() -> reject_stage {
+    for (auto const& c : op.input)
+      if (c.reads_sampled && !holds(c, E, ws)) return reject_stage::input;
+    if (!fixed_known) decide_fixed();
+    if (fixed == reject_stage::internal) return fixed;
+    for (auto const& c : op.internal)
+      if (!c.needs_probe && c.reads_sampled && !holds(c, E, ws)) return reject_stage::internal;
+    if (op.replacement_reads_sampled && !same_on_every_run(op, a, b, ws)) return reject_stage::internal;
+    if (fixed == reject_stage::output) return fixed;
+    for (auto const& c : op.output)
+      if (!c.needs_probe && c.reads_sampled && !holds(c, E, ws)) return reject_stage::output;
+    return reject_stage::accepted;
+  };
   reject_stage st = reject_stage::accepted;
   for (unsigned t = 0; t < std::max(1u, draws); ++t) {
-    sample_params(op, rng, b.params);
-    sample_site_params(op, a, b, rng, ws);
-    st = check_constraints(op, a, b, ws);
-    if (st == reject_stage::accepted || !op.sampled_params) break;
-    // A condition that reads no sampled parameter rejects every draw alike: stop here.
-    if (t + 1 >= draws || !rejection_reads_sampled(op, a, b, st, ws)) break;
+    if (t > 0) {
+      sample_params(op, rng, b.params);
+      draw_site();
+    }
+    st = stage_of_draw();
+    // Accepted, or rejected by what no draw changes: stop.
+    if (st == reject_stage::accepted || st == fixed) break;
   }
   return st;
 }

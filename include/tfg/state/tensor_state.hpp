@@ -32,13 +32,36 @@ enum class value_kind : std::uint8_t { tensor, tensor_list, integer, floating, b
 }
 /// Inverse of name(dtype) for the DSL's dtype words (f16 bf16 f32 f64 i8 u8 i16 i32 i64 bool;
 /// dsl/spec.md); nullopt for any other text.
+/// (Dispatches on length and first letter: parameter words are converted on every evaluation
+/// of a constraint that reads them.)
 [[nodiscard]] constexpr std::optional<dtype> parse_dtype(std::string_view w) noexcept {
-  constexpr dtype words[] = {dtype::f32, dtype::f64, dtype::f16, dtype::bf16, dtype::i64,
-                             dtype::i32, dtype::i16, dtype::i8,  dtype::u8,   dtype::boolean};
-  for (dtype d : words)
-    if (name(d) == w) return d;
-  return std::nullopt;
+  switch (w.size()) {
+    case 2:
+      if (w == "i8") return dtype::i8;
+      if (w == "u8") return dtype::u8;
+      return std::nullopt;
+    case 3: {
+      std::string_view const bits = w.substr(1);
+      if (w[0] == 'f') {
+        if (bits == "32") return dtype::f32;
+        if (bits == "64") return dtype::f64;
+        if (bits == "16") return dtype::f16;
+      } else if (w[0] == 'i') {
+        if (bits == "64") return dtype::i64;
+        if (bits == "32") return dtype::i32;
+        if (bits == "16") return dtype::i16;
+      }
+      return std::nullopt;
+    }
+    case 4:
+      if (w == "bf16") return dtype::bf16;
+      if (w == "bool") return dtype::boolean;
+      return std::nullopt;
+    default: return std::nullopt;
+  }
 }
+static_assert(parse_dtype("f32") == dtype::f32 && parse_dtype("bf16") == dtype::bf16 && parse_dtype("i8") == dtype::i8 &&
+              parse_dtype("bool") == dtype::boolean && !parse_dtype("c64") && !parse_dtype("f8") && !parse_dtype("float"));
 [[nodiscard]] constexpr std::string_view name(device_kind d) noexcept {
   constexpr std::string_view names[] = {"cpu", "cuda", "other"};
   return names[static_cast<int>(d)];

@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <random>
 #include <set>
 #include <string>
 
@@ -62,6 +63,42 @@ TEST_CASE("match: the operator pool loads and the reference operators' examples 
   CHECK(found == reference);
   MESSAGE("pool: " << pool.operators.size() << " operators from " << pool.files << " files; examples agreeing at the "
                    << "match level: " << agree << " / " << examples << " (" << skipped << " deferred to the probe)");
+}
+
+// evaluate_constraints evaluates the conditions that read no sampled parameter once per
+// candidate and re-evaluates only the sampled ones per draw (include/tfg/match/pattern.hpp).
+// Whatever it returns must be what the plain staged check gives on the parameters it left in
+// the bindings: on every example graph of every bundled operator, every anchor, 16 seeds.
+TEST_CASE("match: a redrawn candidate's stage is the staged check of its final draw, for every bundled operator") {
+  match::symbol_table syms;
+  auto const pool = match::load_pool({tfg_test::source_dir() / "operators", tfg_test::source_dir() / "operators" / "extra"},
+                                     syms, externs());
+  std::size_t checked = 0, accepted = 0, redrawn_ops = 0;
+  for (auto const& op : pool.operators) {
+    redrawn_ops += op.sampled_params;
+    for (auto const& ex : op.ast->examples) {
+      mock_adapter m(syms);
+      (void)build_example(ex.graph, m);
+      match::workspace ws;
+      match::bindings b;
+      for (auto const e : m.graph().edges())
+        for (std::uint64_t seed = 0; seed < 16; ++seed) {
+          std::mt19937_64 rng(seed);
+          if (!match::match_pattern(op, m, e, b, ws)) continue;
+          auto const st = match::evaluate_constraints(op, m, b, rng, ws, 4);
+          auto const plain = match::check_constraints(op, m, b, ws);
+          INFO("operator " << op.name << ", example at line " << ex.loc.line << ", seed " << seed);
+          CHECK(match::name(st) == match::name(plain));
+          ++checked;
+          accepted += st == match::reject_stage::accepted;
+        }
+    }
+  }
+  MESSAGE(checked << " candidates (" << accepted << " accepted) of " << pool.operators.size() << " operators, "
+                  << redrawn_ops << " with sampled parameters");
+  CHECK(checked > 1000);
+  CHECK(accepted > 0);
+  CHECK(redrawn_ops > 20);
 }
 
 }  // namespace tfg_test_match_examples

@@ -325,33 +325,15 @@ class compiler {
     build_prefilter(op, c);
     for (auto const& p : c.params)
       c.sampled_params = c.sampled_params || (!p.bound_by_match && p.domain != dsl::domain_kind::none);
-    // Which constraints a redraw of the sampled parameters can change (evaluate_constraints
-    // redraws only when the rejecting condition is one of them).
-    auto const reads_sampled = [&](dsl::expr const& e) {
-      auto walk = [&](auto&& self, dsl::expr const& x) -> bool {
-        if (x.kind == dsl::expr_kind::param) {
-          auto const it = params_.find(x.text);
-          if (it != params_.end() && !c.params[it->second].bound_by_match) return true;
-        }
-        for (auto const& k : x.args)
-          if (self(self, k)) return true;
-        return false;
-      };
-      return walk(walk, e);
-    };
-    auto const mark = [&](std::optional<dsl::constraint_block> const& blk, std::vector<program>& progs) {
-      if (!blk) return;
-      for (std::size_t i = 0; i < blk->conditions.size() && i < progs.size(); ++i)
-        progs[i].reads_sampled = reads_sampled(blk->conditions[i]);
-    };
-    mark(op.require_input, c.input);
-    mark(op.require_internal, c.internal);
-    mark(op.require_output, c.output);
+    // Which constraints and replacement expressions a redraw of the sampled parameters can
+    // change (evaluate_constraints re-evaluates only those per draw).
     auto const program_reads_sampled = [&](program const& p) {
       for (auto const& n : p.nodes)
         if (n.op == pop::param && n.slot < c.params.size() && !c.params[n.slot].bound_by_match) return true;
       return false;
     };
+    for (auto* progs : {&c.input, &c.internal, &c.output})
+      for (auto& prog : *progs) prog.reads_sampled = program_reads_sampled(prog);
     for (auto const& rn : c.replacement.nodes)
       for (auto const& t : rn.args)
         if (t.k == template_arg::kind::expr && t.expr && program_reads_sampled(*t.expr)) c.replacement_reads_sampled = true;

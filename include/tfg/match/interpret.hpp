@@ -38,6 +38,13 @@ struct workspace {
   };
   std::vector<undo> log;
   std::vector<extern_arg> ext_args;
+  /// A parameter's range computed from the site (pattern.hpp `site_ranges`).
+  struct site_range {
+    std::size_t slot;
+    double lo, hi;
+    bool integer;
+  };
+  std::vector<site_range> ranges;
   std::uint64_t type_faults = 0;  ///< run-time type mismatches seen (requirements, `$p`)
 };
 

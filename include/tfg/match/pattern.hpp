@@ -4,7 +4,6 @@
 /// section 10 (pattern, sampling, input / internal / output constraints, deferred conditions),
 /// plus the evaluation of replacement template expressions.
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -365,6 +364,42 @@ template <match_adapter A>
   return true;
 }
 
+namespace detail {
+/// The range of every parameter whose bounds are computed from the site (the part that holds
+/// on every profiling record), in `ws.ranges`; a parameter whose range is empty here is set
+/// to None, which the input stage rejects. False when some range is empty.
+template <match_adapter A>
+bool site_ranges(compiled_operator const& op, env<A> const& E, bindings& b, workspace& ws) {
+  ws.ranges.clear();
+  bool all = true;
+  for (std::size_t i = 0; i < op.params.size() && i < b.params.size(); ++i) {
+    auto const& p = op.params[i];
+    if (!p.computed_bounds()) continue;
+    double lo = 0, hi = 0;
+    if (!computed_range(p, E, ws, lo, hi)) {
+      b.params[i] = std::monostate{};
+      all = false;
+      continue;
+    }
+    ws.ranges.push_back({i, lo, hi, p.type.kind == dsl::type_kind::integer});
+  }
+  return all;
+}
+/// Draws each parameter of `ws.ranges` uniformly from its range.
+template <class URBG>
+void draw_site_params(workspace const& ws, bindings& b, URBG& rng) {
+  for (auto const& r : ws.ranges) {
+    if (r.integer) {
+      std::uniform_int_distribution<std::int64_t> d(static_cast<std::int64_t>(r.lo), static_cast<std::int64_t>(r.hi));
+      b.params[r.slot] = d(rng);
+    } else {
+      std::uniform_real_distribution<double> d(r.lo, r.hi);
+      b.params[r.slot] = d(rng);
+    }
+  }
+}
+}  // namespace detail
+
 /// Draws the parameters whose range bounds are computed from the site, uniformly from the
 /// range that holds on every profiling record of this candidate (`sample_params` draws the
 /// others first; pattern-bound parameters are already in `b`). A parameter whose range is
@@ -374,23 +409,8 @@ void sample_site_params(compiled_operator const& op, A const& a, bindings& b, UR
   bool any = false;
   for (auto const& p : op.params) any = any || p.computed_bounds();
   if (!any) return;
-  auto const E = make_env(op, a, b);
-  for (std::size_t i = 0; i < op.params.size() && i < b.params.size(); ++i) {
-    auto const& p = op.params[i];
-    if (!p.computed_bounds()) continue;
-    double lo = 0, hi = 0;
-    if (!detail::computed_range(p, E, ws, lo, hi)) {
-      b.params[i] = std::monostate{};
-      continue;
-    }
-    if (p.type.kind == dsl::type_kind::integer) {
-      std::uniform_int_distribution<std::int64_t> d(static_cast<std::int64_t>(lo), static_cast<std::int64_t>(hi));
-      b.params[i] = d(rng);
-    } else {
-      std::uniform_real_distribution<double> d(lo, hi);
-      b.params[i] = d(rng);
-    }
-  }
+  (void)detail::site_ranges(op, make_env(op, a, b), b, ws);
+  detail::draw_site_params(ws, b, rng);
 }
 
 /// The three constraint groups as the candidate stages decide them before any execution:
@@ -451,57 +471,14 @@ template <match_adapter A, class URBG>
     sample_site_params(op, a, b, rng, ws);
     return check_constraints(op, a, b, ws);
   }
-  constexpr std::size_t max_site_params = 8;
-  if (std::count_if(op.params.begin(), op.params.end(), [](auto const& p) { return p.computed_bounds(); }) >
-      static_cast<std::ptrdiff_t>(max_site_params)) {
-    // More ranges than the fixed buffer holds: every draw checked in full.
-    reject_stage st = reject_stage::accepted;
-    for (unsigned t = 0; t < std::max(1u, draws); ++t) {
-      if (t > 0) sample_params(op, rng, b.params);
-      sample_site_params(op, a, b, rng, ws);
-      st = check_constraints(op, a, b, ws);
-      if (st == reject_stage::accepted) break;
-    }
-    return st;
-  }
   auto const E = make_env(op, a, b);
   // Ranges computed from the site: once (they read no sampled parameter).
-  struct site_range {
-    std::size_t slot;
-    double lo, hi;
-    bool integer;
-  };
-  std::array<site_range, max_site_params> ranges{};
-  std::size_t n_ranges = 0;
-  bool empty_range = false;
-  for (std::size_t i = 0; i < op.params.size() && i < b.params.size(); ++i) {
-    auto const& p = op.params[i];
-    if (!p.computed_bounds()) continue;
-    double lo = 0, hi = 0;
-    if (!detail::computed_range(p, E, ws, lo, hi)) {
-      b.params[i] = std::monostate{};
-      empty_range = true;
-      continue;
-    }
-    ranges[n_ranges++] = {i, lo, hi, p.type.kind == dsl::type_kind::integer};
-  }
-  auto draw_site = [&] {
-    for (std::size_t k = 0; k < n_ranges; ++k) {
-      auto const& r = ranges[k];
-      if (r.integer) {
-        std::uniform_int_distribution<std::int64_t> d(static_cast<std::int64_t>(r.lo), static_cast<std::int64_t>(r.hi));
-        b.params[r.slot] = d(rng);
-      } else {
-        std::uniform_real_distribution<double> d(r.lo, r.hi);
-        b.params[r.slot] = d(rng);
-      }
-    }
-  };
-  draw_site();
+  bool const ranges_hold = detail::site_ranges(op, E, b, ws);
+  detail::draw_site_params(ws, b, rng);
   // The input conditions no draw changes: once.
   for (auto const& c : op.input)
     if (!c.reads_sampled && !holds(c, E, ws)) return reject_stage::input;
-  if (empty_range) return reject_stage::input;
+  if (!ranges_hold) return reject_stage::input;
   // What no draw changes after the input stage: decided once, when a draw first passes
   // the input stage (most rejected draws never get there).
   bool fixed_known = false;
@@ -541,7 +518,7 @@ template <match_adapter A, class URBG>
   for (unsigned t = 0; t < std::max(1u, draws); ++t) {
     if (t > 0) {
       sample_params(op, rng, b.params);
-      draw_site();
+      detail::draw_site_params(ws, b, rng);
     }
     st = stage_of_draw();
     // Accepted, or rejected by what no draw changes: stop.

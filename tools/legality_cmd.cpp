@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -78,6 +79,23 @@ struct child {
 std::string first_line(std::string s) {
   if (auto nl = s.find('\n'); nl != std::string::npos) s.resize(nl);
   return s;
+}
+
+/// A failing input condition for the report: "file:line:col: the condition's source line"
+/// (the line read back from the operator's file), or `at` as it is when it names no line.
+std::string condition_text(std::string_view at) {
+  std::string where(at);
+  auto const c2 = where.rfind(':');
+  auto const c1 = c2 == std::string::npos || c2 == 0 ? std::string::npos : where.rfind(':', c2 - 1);
+  if (c1 == std::string::npos) return where;
+  std::ifstream in(where.substr(0, c1));
+  const long line = std::strtol(where.c_str() + c1 + 1, nullptr, 10);
+  std::string text;
+  for (long k = 0; k < line && std::getline(in, text); ++k) {
+  }
+  if (!in || line <= 0) return where;
+  auto const b = text.find_first_not_of(' ');
+  return where + ": " + (b == std::string::npos ? text : text.substr(b));
 }
 
 /// A multi-line message (an overload error with its schemas) on one line, at most 600 bytes.
@@ -431,7 +449,9 @@ int run_legality_command(const legality_args& a) {
         auto& [n, example] = per[ops[x.op].name];
         if (n++ == 0)
           example = leaks ? x.lab.stage + ": " + x.lab.message
-                          : std::string("rejected by ") + (!x.v.input ? "input" : !x.v.internal ? "internal" : "output") +
+                          : std::string("rejected by ") +
+                                (!x.v.input ? "input (" + condition_text(x.v.input_at) + ")"
+                                            : !x.v.internal ? "internal" : "output") +
                                 " on " + fs::path(seeds[x.seed]->path).filename().string();
       }
     }
@@ -487,7 +507,9 @@ int run_legality_command(const legality_args& a) {
         tfg::json::write_string(out, tfg::campaign::attr_text(x.b.params[k]));
       }
       out << "},\"input\":" << x.v.input << ",\"internal\":" << x.v.internal << ",\"output\":" << x.v.output
-          << ",\"anchor_typed\":" << x.typed << ",\"before_execution\":";
+          << ",\"input_at\":";
+      tfg::json::write_string(out, std::string(x.v.input_at));
+      out << ",\"anchor_typed\":" << x.typed << ",\"before_execution\":";
       tfg::json::write_string(out, x.before);
       out
           << ",\"legal\":" << (x.lab.kind == label_kind::legal) << ",\"why\":";

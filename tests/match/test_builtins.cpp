@@ -107,6 +107,12 @@ TEST_CASE("match builtins: structural and pure built-ins") {
   CHECK(s.holds("dtype_max(f16) == 65504 && dtype_max(f32) > 3.0e38 && dtype_tiny(f16) < 0.0001"));
   CHECK(s.holds("7 % 3 == 1 && 7 / 2 == 3.5 && -(2) + 5 * 2 - 1 == 7 && [1, 2][-1] == 2"));
   CHECK_FALSE(s.holds("1 / 0 > 0"));
+  // Lists of run-time length: a kernel shape of the edge's rank.
+  CHECK(s.holds("repeat(3, 2) == [3, 3] && repeat(7, 0) == [] && len(repeat(1, 64)) == 64"));
+  CHECK(s.holds("[dim(%x, 1), dim(%x, 1)] + repeat(5, rank(%x) - 1) == [3, 3, 5]"));
+  CHECK(s.holds("shape(%x) + [] + shape(%x) == [2, 3, 2, 3] && prod([2] + repeat(3, 2)) == 18"));
+  CHECK_FALSE(s.holds("len(repeat(1, -1)) >= 0"));  // a negative count is a fault
+  CHECK_FALSE(s.holds("len(repeat(1, 65)) >= 0"));  // so is a list longer than 64
 }
 
 TEST_CASE("match builtins: a constraint must hold on every profiling run") {

@@ -55,7 +55,7 @@ inline constexpr type t_ints{type_kind::integer, true};
 
 /// Every built-in function. A constraint "holds" only if it holds for every profiling record
 /// (input x device) that F keeps for the edges it mentions.
-inline constexpr std::array<builtin_info, 40> builtins{{
+inline constexpr std::array<builtin_info, 41> builtins{{
     {"rank", 1, {sig::tensor}, detail::t_int, builtin_use::state, "rank(v) -> int", "number of dimensions"},
     {"shape", 1, {sig::tensor}, detail::t_ints, builtin_use::state, "shape(v) -> ints", "sizes of all dimensions"},
     {"dim", 2, {sig::tensor, sig::integer}, detail::t_int, builtin_use::state, "dim(v, i) -> int", "size of dimension i (negative i counts from the end)"},
@@ -90,6 +90,7 @@ inline constexpr std::array<builtin_info, 40> builtins{{
     {"is_none", 1, {sig::tensor}, detail::t_bool, builtin_use::structural, "is_none(v) -> bool", "the optional requirement argument v is None (requirements only)"},
     {"len", 1, {sig::any_list}, detail::t_int, builtin_use::pure, "len(list) -> int", "number of list elements"},
     {"prod", 1, {sig::ints}, detail::t_int, builtin_use::pure, "prod(ints) -> int", "product of the elements (1 for [])"},
+    {"repeat", 2, {sig::integer, sig::integer}, detail::t_ints, builtin_use::pure, "repeat(x, n) -> ints", "the list of n copies of x ([] for n = 0; at most 64)"},
     {"abs", 1, {sig::number}, detail::t_float, builtin_use::pure, "abs(x) -> float", "absolute value"},
     {"pow2", 1, {sig::integer}, detail::t_float, builtin_use::pure, "pow2(k) -> float", "2 to the power k"},
     {"dtype_max", 1, {sig::dtype}, detail::t_float, builtin_use::pure, "dtype_max(t) -> float", "largest finite value of dtype t"},

@@ -335,6 +335,15 @@ val call_builtin(bfn fn, std::span<const val> a, env<A> const& E, std::size_t ru
       }
       return val::integer(p);
     }
+    case bfn::repeat: {
+      if (a[0].k != vk::integer || a[1].k != vk::integer || a[1].i < 0 || a[1].i > 64) return val::fault();
+      val v;
+      v.k = vk::list;
+      v.off = static_cast<std::uint32_t>(s.size());
+      v.len = static_cast<std::uint32_t>(a[1].i);
+      for (std::int64_t k = 0; k < a[1].i; ++k) s.push_back(val::integer(a[0].i));
+      return v;
+    }
     case bfn::abs: return numeric(a[0]) ? val::floating(std::fabs(as_double(a[0]))) : val::fault();
     case bfn::pow2: return a[0].k == vk::integer ? val::floating(std::ldexp(1.0, static_cast<int>(a[0].i))) : val::fault();
     case bfn::dtype_max: return a[0].k == vk::dtype ? val::floating(dtype_max_of(static_cast<state::dtype>(a[0].i))) : val::fault();
@@ -396,6 +405,23 @@ inline val binary(pop op, val const& x, val const& y, workspace& ws) {
       return val::boolean(false);
     }
     default: break;
+  }
+  if (op == pop::add && x.k == vk::list && y.k == vk::list) {
+    // Concatenation. The operands may lie anywhere in the scratch; copy by index, since
+    // push_back can move the storage.
+    val v;
+    v.k = vk::list;
+    v.off = static_cast<std::uint32_t>(s.size());
+    v.len = x.len + y.len;
+    for (std::uint32_t i = 0; i < x.len; ++i) {
+      val const e = s[x.off + i];
+      s.push_back(e);
+    }
+    for (std::uint32_t i = 0; i < y.len; ++i) {
+      val const e = s[y.off + i];
+      s.push_back(e);
+    }
+    return v;
   }
   if (!numeric(x) || !numeric(y)) return ++ws.type_faults, val::fault();
   bool const ints = x.k == vk::integer && y.k == vk::integer;

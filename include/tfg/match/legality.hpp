@@ -36,14 +36,30 @@ namespace tfg::match {
 /// and belong to its label (they state the operator's declared effect), not to a group.
 struct group_verdicts {
   bool input = true, internal = true, output = true;
+  /// Where the input group failed: the first `require input` condition that does not hold
+  /// ("file:line:col" of the operator's source), or "parameter range" when a parameter lies
+  /// outside the range read from the site; empty when the group holds.
+  std::string_view input_at;
 };
+
+/// The first input condition of `op` that does not hold on `E` (its "file:line:col"), or
+/// "parameter range" when the conditions hold but a parameter is outside its site range;
+/// empty when the whole input group holds. Same verdict as `input_holds`.
+template <match_adapter A>
+[[nodiscard]] std::string_view failing_input(compiled_operator const& op, detail::env<A> const& E, workspace& ws) {
+  for (auto const& c : op.input)
+    if (!holds(c, E, ws)) return c.text;
+  if (!site_params_in_range(op, E, ws)) return "parameter range";
+  return {};
+}
 
 /// Judges each group of `op` on bindings `b` (pattern matched, parameters set). Unlike
 /// `check_constraints`, a failing group does not stop the others: every group is decided.
 template <match_adapter A>
 [[nodiscard]] group_verdicts judge_groups(compiled_operator const& op, A const& a, bindings const& b, workspace& ws) {
   auto const E = make_env(op, a, b);
-  return {input_holds(op, E, ws), internal_holds(op, a, b, E, ws), output_holds(op, E, ws)};
+  auto const at = failing_input(op, E, ws);
+  return {at.empty(), internal_holds(op, a, b, E, ws), output_holds(op, E, ws), at};
 }
 
 /// A constraint system with some groups switched off.

@@ -16,7 +16,8 @@ enum class requirement_outcome : std::uint8_t {
 };
 
 /// Evaluates R(v) of node `n`: the first declaration for its op kind whose arguments bind
-/// (dsl/spec.md section 14). With `subst_from` set, reads of that edge's state read
+/// (dsl/spec.md section 14); a `%x` argument binds only an edge whose first record is a
+/// tensor (or that has no record). With `subst_from` set, reads of that edge's state read
 /// `*subst_to` instead (the probed state of the replacement edge that will feed `n`).
 /// `failed` receives the failing declaration when the outcome is `fails`. With `refute_only`,
 /// the states may be inferred ones of values that have not run (shape and dtype only): a
@@ -29,6 +30,10 @@ template <match_adapter A>
                                                        bool refute_only = false) {
   auto const* alts = table.find(a.op_symbol(n));
   if (!alts) return requirement_outcome::none;
+  auto carries_tensor = [&](edge_id e) {
+    auto const& p = e == subst_from && subst_to ? *subst_to : a.profile(e);
+    return p.runs.empty() || p.runs.front().kind == state::value_kind::tensor;
+  };
   std::size_t const nargs = a.arg_count(n);
   for (auto const& rq : *alts) {
     if (rq.rest ? nargs < rq.args.size() : nargs != rq.args.size()) continue;
@@ -42,7 +47,10 @@ template <match_adapter A>
       auto const slot = rq.arg_slot[i];
       switch (rq.args[i]) {
         case dsl::req_arg_kind::tensor:
-          ok = av.how == arg_view::form::edge;
+          // A `%x` argument binds a tensor: an edge that carries a scalar (the int of
+          // `aten::size`, read by `aten::mul.int`) is another overload, which a declaration
+          // written for the Tensor one does not describe.
+          ok = av.how == arg_view::form::edge && carries_tensor(av.edge);
           if (ok) values[slot] = av.edge;
           break;
         case dsl::req_arg_kind::optional_tensor:

@@ -257,6 +257,11 @@ inline type  checker::check_binary(expr& e, expr_site site) {
         return mismatch("needs an element of the list's type on the left");
       return {type_kind::boolean, false};
     case op_code::add:
+      // ints + ints concatenates: [dim(%x, 1), dim(%x, 1)] + repeat(3, rank(%x) - 2).
+      if (a.list && b.list && (a.kind == type_kind::integer || a.kind == type_kind::unknown) &&
+          (b.kind == type_kind::integer || b.kind == type_kind::unknown))
+        return {type_kind::integer, true};
+      [[fallthrough]];
     case op_code::sub:
     case op_code::mul:
       if (numeric(a) && numeric(b))

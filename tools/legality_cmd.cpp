@@ -2,6 +2,7 @@
 // (the paper's Table 6), measured on real seeds. See docs/legality.md.
 #include <tfg/campaign/fuzz.hpp>
 #include <tfg/campaign/generator.hpp>
+#include <tfg/dsl/source.hpp>
 #include <tfg/match/legality.hpp>
 #include <tfg/match/pool.hpp>
 #include <tfg/match/pool_info.hpp>
@@ -21,9 +22,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -81,21 +82,18 @@ std::string first_line(std::string s) {
   return s;
 }
 
-/// A failing input condition for the report: "file:line:col: the condition's source line"
-/// (the line read back from the operator's file), or `at` as it is when it names no line.
-std::string condition_text(std::string_view at) {
-  std::string where(at);
-  auto const c2 = where.rfind(':');
-  auto const c1 = c2 == std::string::npos || c2 == 0 ? std::string::npos : where.rfind(':', c2 - 1);
-  if (c1 == std::string::npos) return where;
-  std::ifstream in(where.substr(0, c1));
-  const long line = std::strtol(where.c_str() + c1 + 1, nullptr, 10);
-  std::string text;
-  for (long k = 0; k < line && std::getline(in, text); ++k) {
-  }
-  if (!in || line <= 0) return where;
-  auto const b = text.find_first_not_of(' ');
-  return where + ": " + (b == std::string::npos ? text : text.substr(b));
+/// Where `op`'s input group failed (`group_verdicts::input_failed`), for the report and the
+/// JSON: "file:line:col" of the condition, with `line` its source line read back from the
+/// operator's file after ": ".
+std::string input_failure(const tm::compiled_operator& op, std::size_t failed, bool line) {
+  if (failed >= op.input.size()) return "a parameter outside its range read from the site";
+  std::string where = op.input[failed].text;
+  if (!line || !op.ast || !op.ast->require_input || failed >= op.ast->require_input->conditions.size()) return where;
+  std::ifstream in(op.file, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto src = tfg::dsl::line_index(text).line_text(op.ast->require_input->conditions[failed].loc.line);
+  const auto b = src.find_first_not_of(' ');
+  return b == std::string_view::npos ? where : where + ": " + std::string(src.substr(b));
 }
 
 /// A multi-line message (an overload error with its schemas) on one line, at most 600 bytes.
@@ -450,7 +448,7 @@ int run_legality_command(const legality_args& a) {
         if (n++ == 0)
           example = leaks ? x.lab.stage + ": " + x.lab.message
                           : std::string("rejected by ") +
-                                (!x.v.input ? "input (" + condition_text(x.v.input_at) + ")"
+                                (x.v.input_failed ? "input (" + input_failure(ops[x.op], *x.v.input_failed, true) + ")"
                                             : !x.v.internal ? "internal" : "output") +
                                 " on " + fs::path(seeds[x.seed]->path).filename().string();
       }
@@ -508,7 +506,7 @@ int run_legality_command(const legality_args& a) {
       }
       out << "},\"input\":" << x.v.input << ",\"internal\":" << x.v.internal << ",\"output\":" << x.v.output
           << ",\"input_at\":";
-      tfg::json::write_string(out, std::string(x.v.input_at));
+      tfg::json::write_string(out, x.v.input_failed ? input_failure(op, *x.v.input_failed, false) : "");
       out << ",\"anchor_typed\":" << x.typed << ",\"before_execution\":";
       tfg::json::write_string(out, x.before);
       out

@@ -18,6 +18,7 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <unordered_set>
@@ -36,30 +37,19 @@ namespace tfg::match {
 /// and belong to its label (they state the operator's declared effect), not to a group.
 struct group_verdicts {
   bool input = true, internal = true, output = true;
-  /// Where the input group failed: the first `require input` condition that does not hold
-  /// ("file:line:col" of the operator's source), or "parameter range" when a parameter lies
-  /// outside the range read from the site; empty when the group holds.
-  std::string_view input_at;
+  /// Where the input group failed (`failing_input`): the index of the first `require input`
+  /// condition that does not hold, `op.input.size()` for a parameter outside its site range;
+  /// nullopt when the group holds.
+  std::optional<std::size_t> input_failed;
 };
-
-/// The first input condition of `op` that does not hold on `E` (its "file:line:col"), or
-/// "parameter range" when the conditions hold but a parameter is outside its site range;
-/// empty when the whole input group holds. Same verdict as `input_holds`.
-template <match_adapter A>
-[[nodiscard]] std::string_view failing_input(compiled_operator const& op, detail::env<A> const& E, workspace& ws) {
-  for (auto const& c : op.input)
-    if (!holds(c, E, ws)) return c.text;
-  if (!site_params_in_range(op, E, ws)) return "parameter range";
-  return {};
-}
 
 /// Judges each group of `op` on bindings `b` (pattern matched, parameters set). Unlike
 /// `check_constraints`, a failing group does not stop the others: every group is decided.
 template <match_adapter A>
 [[nodiscard]] group_verdicts judge_groups(compiled_operator const& op, A const& a, bindings const& b, workspace& ws) {
   auto const E = make_env(op, a, b);
-  auto const at = failing_input(op, E, ws);
-  return {at.empty(), internal_holds(op, a, b, E, ws), output_holds(op, E, ws), at};
+  auto const failed = failing_input(op, E, ws);
+  return {!failed, internal_holds(op, a, b, E, ws), output_holds(op, E, ws), failed};
 }
 
 /// A constraint system with some groups switched off.

@@ -418,11 +418,21 @@ void sample_site_params(compiled_operator const& op, A const& a, bindings& b, UR
 /// internal` conditions and `same_on_every_run`; the probe-free `require output` conditions.
 /// `check_constraints` stops at the first that fails; `judge_groups` (legality.hpp) decides
 /// each.
+///
+/// `failing_input` says where the input group fails: the index of the first `require input`
+/// condition that does not hold, `op.input.size()` when they all hold but a parameter lies
+/// outside its range read from the site, nullopt when the group holds.
+template <match_adapter A>
+[[nodiscard]] std::optional<std::size_t> failing_input(compiled_operator const& op, detail::env<A> const& E,
+                                                       workspace& ws) {
+  for (std::size_t i = 0; i < op.input.size(); ++i)
+    if (!holds(op.input[i], E, ws)) return i;
+  if (!site_params_in_range(op, E, ws)) return op.input.size();
+  return std::nullopt;
+}
 template <match_adapter A>
 [[nodiscard]] bool input_holds(compiled_operator const& op, detail::env<A> const& E, workspace& ws) {
-  for (auto const& c : op.input)
-    if (!holds(c, E, ws)) return false;
-  return site_params_in_range(op, E, ws);
+  return !failing_input(op, E, ws);
 }
 template <match_adapter A>
 [[nodiscard]] bool internal_holds(compiled_operator const& op, A const& a, bindings const& b,

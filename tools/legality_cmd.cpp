@@ -9,6 +9,7 @@
 #include <tfg/torch/backend.hpp>
 #include <tfg/torch/infer.hpp>
 #include <tfg/util/json_escape.hpp>
+#include <tfg/util/text_file.hpp>
 
 #include "commands.hpp"
 
@@ -24,7 +25,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -89,8 +89,7 @@ std::string input_failure(const tm::compiled_operator& op, std::size_t failed, b
   if (failed >= op.input.size()) return "a parameter outside its range read from the site";
   std::string where = op.input[failed].text;
   if (!line || !op.ast || !op.ast->require_input || failed >= op.ast->require_input->conditions.size()) return where;
-  std::ifstream in(op.file, std::ios::binary);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = tfg::read_text(op.file);
   const auto src = tfg::dsl::line_index(text).line_text(op.ast->require_input->conditions[failed].loc.line);
   const auto b = src.find_first_not_of(' ');
   return b == std::string_view::npos ? where : where + ": " + std::string(src.substr(b));

@@ -13,6 +13,7 @@
 #include "match_test_util.hpp"
 #include "tfg/match/legality.hpp"
 #include "tfg/match/pool.hpp"
+#include "tfg/match/prefilter.hpp"
 
 // Its own namespace: the suite is a unity build (tests/CMakeLists.txt).
 namespace tfg_test_match_legality {
@@ -117,22 +118,35 @@ TEST_CASE("legality: a replacement that bakes a size differing between profiling
   CHECK(stage_with(1, 0) == match::reject_stage::accepted);  // the size is read when the mutant runs
 }
 
-TEST_CASE("legality: state built-ins do not hold on an int edge") {
+TEST_CASE("legality: an int edge is never an anchor, and state built-ins do not hold on one") {
   match::symbol_table syms;
   mock_adapter m{syms};
   auto const a = m.add_input(T(dtype::f32, {2, 3}));
   auto const n = m.add_node("aten::size", {mock_adapter::edge(a), mock_adapter::constant(std::int64_t{0})},
                             std::vector{mock_adapter::scalar_int(2)});
   m.add_output(n);
-  auto const r = compile_text(op_text("anchor %x", "require input { layout(%x) == strided }\n"
-                                                   "replace { %c = aten::detach(%x) rewire consumers(%x) -> %c }"),
-                              syms);
+  auto const r = compile_text(
+      op_text("anchor %x", "require input { layout(%x) == strided }\n"
+                           "replace { %c = aten::detach(%x) rewire consumers(%x) -> %c }") +
+          op_text("anchor %x", "pattern { %s = aten::size(%x, _) }\n"
+                               "require input { layout(%s) == strided }\n"
+                               "replace { %c = aten::detach(%x) rewire consumers(%x) -> %c }",
+                  "of_size")
+              .substr(6),
+      syms);
+  REQUIRE(r.operators.size() == 2);
   match::bindings b;
   match::workspace ws;
-  REQUIRE(match::match_pattern(r.operators[0], m, n, b, ws));
-  CHECK(match::check_constraints(r.operators[0], m, b, ws) == match::reject_stage::input);
+  // The size is not an anchor (dsl/spec.md section 15, "Anchor kind"): the pattern stage, as
+  // the summary prefilter decides.
+  CHECK(!match::match_pattern(r.operators[0], m, n, b, ws));
+  auto const summary = match::summarize(m);
+  CHECK(match::prefilter_check(r.operators[0].pre, summary[tfg::graph::index(n)]) == match::reject_stage::pattern);
   REQUIRE(match::match_pattern(r.operators[0], m, a, b, ws));
   CHECK(match::check_constraints(r.operators[0], m, b, ws) == match::reject_stage::accepted);
+  // Bound by a pattern node, the size is a value, and a tensor's state built-in fails on it.
+  REQUIRE(match::match_pattern(r.operators[1], m, a, b, ws));
+  CHECK(match::check_constraints(r.operators[1], m, b, ws) == match::reject_stage::input);
 }
 
 TEST_CASE("legality: an operator that requires an absent device is moved out of the pool") {

@@ -283,10 +283,14 @@ inline void reset(bindings& b, compiled_operator const& op) {
 }
 
 /// Runs the pattern stage of `op` at `anchor`: the first embedding (anchor outwards,
-/// consumers in the adapter's order) whose pattern conditions hold. Fills `b`.
+/// consumers in the adapter's order) whose pattern conditions hold. Fills `b`. An anchor
+/// whose first record is not a tensor (a size, a list) never matches (dsl/spec.md section
+/// 15, "Anchor kind"); the summary prefilter decides the same from the edge summary.
 template <match_adapter A>
 [[nodiscard]] bool match_pattern(compiled_operator const& op, A const& a, edge_id anchor, bindings& b, workspace& ws) {
   reset(b, op);
+  if (auto const& runs = a.profile(anchor).runs; !runs.empty() && runs.front().kind != state::value_kind::tensor)
+    return false;
   detail::matcher<A> m(op, a, b, ws);
   return m.run(anchor);
 }

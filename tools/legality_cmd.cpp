@@ -8,6 +8,8 @@
 #include <tfg/match/pool_info.hpp>
 #include <tfg/torch/backend.hpp>
 #include <tfg/torch/infer.hpp>
+#include <tfg/torch/ops_check.hpp>
+#include <tfg/torch/worker.hpp>
 #include <tfg/util/json_escape.hpp>
 #include <tfg/util/text_file.hpp>
 
@@ -110,32 +112,46 @@ std::string one_line(std::string s) {
 }
 
 /// The operator's declared effect on the mutant that runs: "L" when it holds, else "I effect
-/// WHY". An operator that preserves values must give the seed's outputs within its tolerance;
-/// one that changes values must change some output on some profiling input (a parameter
+/// WHY". An operator that preserves values must give the seed's outputs within its tolerance
+/// (never below the dtype's rounding, as `flowmut ops check`), or, where it does not, in the
+/// float64 reference within its tolerance (never below float64's): the campaign's metamorphic
+/// check reports a mutant only when both differ (the worker, tfg/torch/worker.hpp), so a
+/// rewrite whose bf16 rounding differs from the seed's is legal, one whose values differ is
+/// not. One that changes values must change some output on some profiling input (a parameter
 /// "changed" to its current value, a reduction swapped for itself, computes the seed again).
 std::string effect_failure(const seed_state& s, const tfg::torch::mutant& mu, const tm::compiled_operator& op) {
   namespace iv = tfg::torch::ivalue;
   if (mu.probe.outputs.size() != s.prof.outputs.size()) return "I effect the mutant returns a different number of runs";
   bool same = true;
+  std::string native_excess;
   for (std::size_t i = 0; i < s.prof.outputs.size(); ++i) {
-    if (op.preserves_values) {
-      // The operator's tolerance, never below the dtype's rounding (a value-preserving rewrite
-      // may still change which kernels run downstream), as the campaign's metamorphic check.
-      const tfg::oracle::tolerance_table table;
-      auto tol = table.f32;
-      for (const auto& t : iv::floating_tensors(s.prof.outputs[i]))
-        if (t.scalar_type() == c10::kBFloat16) tol = table.bf16;
-        else if (t.scalar_type() == c10::kHalf && tol.atol < table.f16.atol) tol = table.f16;
-      const double atol = std::max(op.atol.value_or(0.0), tol.atol), rtol = std::max(op.rtol.value_or(0.0), tol.rtol);
+    if (op.preserves_values && native_excess.empty()) {
+      const auto [atol, rtol] = tfg::torch::value_claim_tolerance(op, s.prof.outputs[i]);
       const double e = iv::excess(mu.probe.outputs[i], s.prof.outputs[i], atol, rtol);
       if (e > 0) {
         char buf[200];
         std::snprintf(buf, sizeof buf, "claims to preserve values but profiling input %zu differs by %.3g beyond atol=%g rtol=%g",
                       i + 1, e, atol, rtol);
-        return std::string("I effect ") + buf;
+        native_excess = buf;
       }
     }
     same = same && iv::excess(mu.probe.outputs[i], s.prof.outputs[i], 0.0, 0.0, true) <= 0;
+  }
+  if (!native_excess.empty()) {
+    const auto mine = tfg::torch::run_config("float64_reference", mu.graph_model, s.inputs);
+    const auto theirs = tfg::torch::run_config("float64_reference", s.m, s.inputs);
+    if (!mine.ok() || !theirs.ok())
+      return "I effect " + native_excess + " (and the float64 reference cannot decide: " +
+             first_line(mine.ok() ? theirs.error : mine.error) + ")";
+    const tfg::oracle::tolerance_table table;
+    const double atol = std::max(op.atol.value_or(0.0), table.f64.atol), rtol = std::max(op.rtol.value_or(0.0), table.f64.rtol);
+    const auto w64 = tfg::torch::worker_detail::output_excess(mine, theirs, atol, rtol);
+    if (w64.first > 0) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, ", and by %.3g beyond atol=%g rtol=%g in the float64 reference", w64.first, atol, rtol);
+      return "I effect " + native_excess + buf;
+    }
+    return "L";
   }
   if (!same) return "L";
   if (!op.preserves_values) return "I effect no effect: every output equals the seed's on every profiling input";

@@ -10,6 +10,7 @@
 #include <tfg/torch/ivalue.hpp>
 #include <tfg/torch/infer.hpp>
 #include <tfg/torch/mutate.hpp>
+#include <tfg/oracle/verdict.hpp>
 
 #include <cmath>
 #include <cstdint>
@@ -28,6 +29,20 @@ struct example_outcome {
   bool skipped = false;  ///< needs a device this machine lacks (counts as passed)
   std::string message;   ///< why it failed, or a short summary of what held
 };
+
+/// The tolerance within which a mutant of `op` (which `preserves values`) must give the
+/// seed's `output`: the operator's own, never below the rounding of the output's dtype (bf16,
+/// f16; a value-preserving rewrite may still change which kernels run downstream). The
+/// legality label and `flowmut ops check` judge with it.
+[[nodiscard]] inline std::pair<double, double> value_claim_tolerance(const match::compiled_operator& op,
+                                                                     const c10::IValue& output) {
+  const oracle::tolerance_table table;
+  auto tol = table.f32;
+  for (const auto& t : ivalue::floating_tensors(output))
+    if (t.scalar_type() == c10::kBFloat16) tol = table.bf16;
+    else if (t.scalar_type() == c10::kHalf && tol.atol < table.f16.atol) tol = table.f16;
+  return {std::max(op.atol.value_or(0.0), tol.atol), std::max(op.rtol.value_or(0.0), tol.rtol)};
+}
 
 namespace detail {
 
@@ -223,8 +238,8 @@ inline int stage_rank(match::reject_stage s) {
           }
         }
         if (op.preserves_values) {
-          const double atol = op.atol.value_or(0.0), rtol = op.rtol.value_or(0.0);
           for (std::size_t i = 0; i < inputs.size(); ++i) {
+            const auto [atol, rtol] = value_claim_tolerance(op, prof.outputs[i]);
             const double ex_ = ivalue::excess(mu.probe.outputs[i], prof.outputs[i], atol, rtol);
             if (ex_ > 0) {
               char buf[160];

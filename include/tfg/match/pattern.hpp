@@ -4,6 +4,7 @@
 /// section 10 (pattern, sampling, input / internal / output constraints, deferred conditions),
 /// plus the evaluation of replacement template expressions.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -466,8 +467,84 @@ template <match_adapter A>
   return reject_stage::accepted;
 }
 
+namespace detail {
+
+/// The most combinations of sampled parameters that `evaluate_constraints` tries one by one.
+inline constexpr std::uint32_t max_enumerated_draws = 16;
+
+/// The sampled parameters of an operator when every one has a finite domain (a set, or an
+/// integer range with constant bounds) and their combinations number at most
+/// `max_enumerated_draws`: such a grid is tried exhaustively, in random order, instead of by
+/// independent draws (an op-typed parameter paired with the matched op, a dtype paired with
+/// the input's, would otherwise be missed by all of a few draws).
+struct param_grid {
+  std::array<std::uint32_t, 8> index{};  ///< parameter index
+  std::array<std::uint32_t, 8> size{};   ///< number of values
+  std::uint32_t n = 0;                   ///< sampled parameters
+  std::uint32_t combos = 0;              ///< 0: not enumerable
+};
+
+[[nodiscard]] inline param_grid enumerable_params(compiled_operator const& op) noexcept {
+  param_grid g;
+  std::uint64_t combos = 1;
+  for (std::size_t i = 0; i < op.params.size(); ++i) {
+    auto const& p = op.params[i];
+    if (p.bound_by_match) continue;
+    if (p.computed_bounds() || g.n == g.index.size()) return {};
+    std::uint64_t k = 0;
+    if (p.domain == dsl::domain_kind::set) {
+      k = p.members.size();
+    } else if (p.domain == dsl::domain_kind::range && p.type.kind == dsl::type_kind::integer &&
+               std::holds_alternative<std::int64_t>(p.lo) && std::holds_alternative<std::int64_t>(p.hi)) {
+      auto const lo = std::get<std::int64_t>(p.lo), hi = std::get<std::int64_t>(p.hi);
+      k = hi < lo || hi - lo >= static_cast<std::int64_t>(max_enumerated_draws) ? 0 : static_cast<std::uint64_t>(hi - lo + 1);
+    }
+    combos *= k;
+    if (k == 0 || combos > max_enumerated_draws) return {};
+    g.index[g.n] = static_cast<std::uint32_t>(i);
+    g.size[g.n++] = static_cast<std::uint32_t>(k);
+  }
+  g.combos = g.n ? static_cast<std::uint32_t>(combos) : 0;
+  return g;
+}
+
+/// The combination number of the sampled values in `params` (mixed radix over `g`).
+[[nodiscard]] inline std::uint32_t encode(param_grid const& g, compiled_operator const& op,
+                                          std::vector<attr_value> const& params) {
+  std::uint32_t c = 0;
+  for (std::uint32_t k = g.n; k-- > 0;) {
+    auto const& p = op.params[g.index[k]];
+    auto const& v = params[g.index[k]];
+    std::uint32_t at = 0;
+    if (p.domain == dsl::domain_kind::set) {
+      while (at < p.members.size() && !(p.members[at] == v)) ++at;
+      if (at == p.members.size()) at = 0;
+    } else if (auto const* x = std::get_if<std::int64_t>(&v)) {
+      at = static_cast<std::uint32_t>(*x - std::get<std::int64_t>(p.lo));
+    }
+    c = c * g.size[k] + at;
+  }
+  return c;
+}
+
+/// Sets the sampled parameters of `params` to combination `c` of `g`.
+inline void decode(param_grid const& g, compiled_operator const& op, std::uint32_t c, std::vector<attr_value>& params) {
+  for (std::uint32_t k = 0; k < g.n; ++k) {
+    auto const& p = op.params[g.index[k]];
+    auto const at = c % g.size[k];
+    c /= g.size[k];
+    params[g.index[k]] = p.domain == dsl::domain_kind::set ? p.members[at]
+                                                           : attr_value(std::get<std::int64_t>(p.lo) + static_cast<std::int64_t>(at));
+  }
+}
+
+}  // namespace detail
+
 /// Draws the sampled parameters and checks the constraints; while a stage rejects the draw,
-/// draws again, at most `draws` times in all. Each draw is uniform over the domains, so the
+/// draws again, at most `draws` times in all. Where the sampled parameters form a small
+/// finite grid (`detail::enumerable_params`), the draws after the first walk the rest of the
+/// grid in random order (a random permutation whose first element is the first draw), so
+/// every combination is tried once before the candidate is rejected. Each draw is uniform over the domains, so the
 /// accepted one is uniform over the values the constraints accept here (rejection sampling);
 /// a site where `draws` draws all fail is rejected at the stage of the last one. An operator
 /// without sampled parameters is checked once.
@@ -529,8 +606,24 @@ template <match_adapter A, class URBG>
     return reject_stage::accepted;
   };
   reject_stage st = reject_stage::accepted;
-  for (unsigned t = 0; t < std::max(1u, draws); ++t) {
-    if (t > 0) {
+  detail::param_grid grid;
+  std::array<std::uint8_t, detail::max_enumerated_draws> perm{};
+  unsigned tries = std::max(1u, draws);
+  for (unsigned t = 0; t < tries; ++t) {
+    if (t == 1) {
+      grid = detail::enumerable_params(op);
+      if (grid.combos > 0) {
+        for (std::uint32_t i = 0; i < grid.combos; ++i) perm[i] = static_cast<std::uint8_t>(i);
+        std::swap(perm[0], perm[detail::encode(grid, op, b.params)]);
+        tries = grid.combos;
+        if (t >= tries) break;
+      }
+    }
+    if (t > 0 && grid.combos > 0) {
+      std::uniform_int_distribution<std::uint32_t> d(t, grid.combos - 1);
+      std::swap(perm[t], perm[d(rng)]);
+      detail::decode(grid, op, perm[t], b.params);
+    } else if (t > 0) {
       sample_params(op, rng, b.params);
       detail::draw_site_params(ws, b, rng);
     }

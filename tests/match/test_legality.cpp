@@ -118,6 +118,32 @@ TEST_CASE("legality: a replacement that bakes a size differing between profiling
   CHECK(stage_with(1, 0) == match::reject_stage::accepted);  // the size is read when the mutant runs
 }
 
+TEST_CASE("legality: any_record holds when its condition holds on some profiling record") {
+  match::symbol_table syms;
+  mock_adapter m{syms};
+  // A detector's deepest map: 2x2 on one profiling input, 1x1 on the other.
+  auto const a = m.add_input(std::vector{T(dtype::f32, {1, 4, 2, 2}), T(dtype::f32, {1, 4, 1, 1})});
+  auto const x = m.add_node("aten::relu", {mock_adapter::edge(a)}, std::vector{T(dtype::f32, {1, 4, 2, 2}), T(dtype::f32, {1, 4, 1, 1})});
+  m.add_output(x);
+  auto const stage_of = [&](std::string const& cond) {
+    auto const r = compile_text(op_text("anchor %x", "require input { " + cond + " }\n"
+                                                     "replace { %c = aten::clone(%x, none) rewire consumers(%x) -> %c }"),
+                                syms);
+    REQUIRE(r.operators.size() == 1);
+    match::bindings b;
+    match::workspace ws;
+    REQUIRE(match::match_pattern(r.operators[0], m, x, b, ws));
+    return match::check_constraints(r.operators[0], m, b, ws);
+  };
+  CHECK(stage_of("dim(%x, 2) * dim(%x, 3) > 1") == match::reject_stage::input);  // every record
+  CHECK(stage_of("any_record(dim(%x, 2) * dim(%x, 3) > 1)") == match::reject_stage::accepted);
+  CHECK(stage_of("any_record(dim(%x, 2) > 2)") == match::reject_stage::input);  // on no record
+  // Beside a condition on every record: both must hold.
+  CHECK(stage_of("rank(%x) == 4 && any_record(dim(%x, 3) == 1)") == match::reject_stage::accepted);
+  CHECK(stage_of("rank(%x) == 3 && any_record(dim(%x, 3) == 1)") == match::reject_stage::input);
+  CHECK(stage_of("!any_record(dim(%x, 3) == 3)") == match::reject_stage::accepted);
+}
+
 TEST_CASE("legality: an int edge is never an anchor, and state built-ins do not hold on one") {
   match::symbol_table syms;
   mock_adapter m{syms};

@@ -26,6 +26,7 @@ enum class sig : std::uint8_t {
   op,
   ints,      ///< list of int
   any_list,  ///< a list of anything
+  boolean,   ///< a condition
 };
 
 /// Where a built-in may be used.
@@ -55,7 +56,7 @@ inline constexpr type t_ints{type_kind::integer, true};
 
 /// Every built-in function. A constraint "holds" only if it holds for every profiling record
 /// (input x device) that F keeps for the edges it mentions.
-inline constexpr std::array<builtin_info, 41> builtins{{
+inline constexpr std::array<builtin_info, 42> builtins{{
     {"rank", 1, {sig::tensor}, detail::t_int, builtin_use::state, "rank(v) -> int", "number of dimensions"},
     {"shape", 1, {sig::tensor}, detail::t_ints, builtin_use::state, "shape(v) -> ints", "sizes of all dimensions"},
     {"dim", 2, {sig::tensor, sig::integer}, detail::t_int, builtin_use::state, "dim(v, i) -> int", "size of dimension i (negative i counts from the end)"},
@@ -81,6 +82,7 @@ inline constexpr std::array<builtin_info, 41> builtins{{
     {"equal_values", 2, {sig::tensor, sig::tensor}, detail::t_bool, builtin_use::state, "equal_values(a, b) -> bool", "same shape and element-wise equal values (content hash, then exact compare)"},
     {"requires_grad", 1, {sig::tensor}, detail::t_bool, builtin_use::state, "requires_grad(v) -> bool", "the tensor requires grad"},
     {"broadcastable", 2, {sig::tensor, sig::tensor}, detail::t_bool, builtin_use::state, "broadcastable(a, b) -> bool", "the shapes broadcast together"},
+    {"any_record", 1, {sig::boolean}, detail::t_bool, builtin_use::state, "any_record(c) -> bool", "c holds on some profiling record (every other condition must hold on every record)"},
     {"uses", 1, {sig::tensor}, detail::t_int, builtin_use::structural, "uses(v) -> int", "number of uses (argument slots reading v)"},
     {"consumers", 1, {sig::tensor}, detail::t_int, builtin_use::structural, "consumers(v) -> int", "number of distinct consumer nodes"},
     {"op", 1, {sig::tensor}, {type_kind::op, false}, builtin_use::structural, "op(v) -> op", "kind of the node producing v"},

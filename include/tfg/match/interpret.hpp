@@ -273,6 +273,7 @@ val call_builtin(bfn fn, std::span<const val> a, env<A> const& E, std::size_t ru
       auto const *x = st(0), *y = st(1);
       return x && y ? val::boolean(broadcast_ok(x->shape, y->shape)) : val::fault();
     }
+    case bfn::any_record: return a[0].k == vk::boolean ? a[0] : val::fault();  // evaluated in eval_node
     // ---- structural
     case bfn::uses: {
       auto const e = tensor_edge(0);
@@ -477,6 +478,8 @@ inline val binary_fast(pop op, val const& x, val const& y, workspace& ws) {
 
 template <class A>
 val eval_node(program const& p, std::uint32_t idx, env<A> const& E, std::size_t run, workspace& ws);
+template <class A>
+std::size_t run_count(program const& p, env<A> const& E);
 
 /// A value node or literal evaluated without recursion (the common leaves); false otherwise.
 template <class A>
@@ -564,6 +567,19 @@ val eval_node(program const& p, std::uint32_t idx, env<A> const& E, std::size_t 
       return v;
     }
     case pop::call: {
+      if (n.fn == bfn::any_record) {
+        // The one quantifier over records: true when the condition holds on some record,
+        // whichever record the enclosing condition is evaluated on (dsl/spec.md section 10).
+        std::size_t const runs = std::max<std::size_t>(1, run_count(p, E));
+        bool decided = false;
+        for (std::size_t r = 0; r < runs; ++r) {
+          val const x = eval_node(p, p.kids[n.first], E, r, ws);
+          if (x.k != vk::boolean) continue;
+          if (x.b) return x;
+          decided = true;
+        }
+        return decided ? val::boolean(false) : val::fault();
+      }
       if (n.count == 1) {
         val x;
         if (eval_leaf(p, p.kids[n.first], E, x)) return builtin1(n.fn, x, E, run, ws);

@@ -288,6 +288,7 @@ inline bool  checker::sig_accepts(sig s, type t) const {
     case sig::op: return t == type{type_kind::op, false};
     case sig::ints: return t.list && (t.kind == type_kind::integer || t.kind == type_kind::unknown);
     case sig::any_list: return t.list;
+    case sig::boolean: return t == type{type_kind::boolean, false};
   }
   return false;
 }
@@ -301,6 +302,7 @@ inline char const*  checker::spell_sig(sig s) {
     case sig::op: return "an op";
     case sig::ints: return "ints";
     case sig::any_list: return "a list";
+    case sig::boolean: return "a condition";
   }
   return "?";
 }

@@ -470,18 +470,21 @@ template <match_adapter A>
 namespace detail {
 
 /// The most combinations of sampled parameters that `evaluate_constraints` tries one by one.
-inline constexpr std::uint32_t max_enumerated_draws = 16;
+inline constexpr std::uint32_t max_enumerated_draws = 64;
 
-/// The sampled parameters of an operator when every one has a finite domain (a set, or an
-/// integer range with constant bounds) and their combinations number at most
+/// The sampled parameters of an operator that have a small finite domain (a set, or an integer
+/// range with constant bounds and at most 16 values), when their combinations number at most
 /// `max_enumerated_draws`: such a grid is tried exhaustively, in random order, instead of by
 /// independent draws (an op-typed parameter paired with the matched op, a dtype paired with
-/// the input's, would otherwise be missed by all of a few draws).
+/// the input's, a stride that keeps the output's shape on every record, would otherwise be
+/// missed by all of a few draws). The other sampled parameters (floats, wide ranges, bounds
+/// read from the site) are drawn afresh with each combination (`free`).
 struct param_grid {
   std::array<std::uint32_t, 8> index{};  ///< parameter index
   std::array<std::uint32_t, 8> size{};   ///< number of values
-  std::uint32_t n = 0;                   ///< sampled parameters
-  std::uint32_t combos = 0;              ///< 0: not enumerable
+  std::uint32_t n = 0;                   ///< parameters in the grid
+  std::uint32_t combos = 0;              ///< 0: no grid
+  bool free = false;                     ///< some sampled parameter is outside the grid
 };
 
 [[nodiscard]] inline param_grid enumerable_params(compiled_operator const& op) noexcept {
@@ -490,17 +493,22 @@ struct param_grid {
   for (std::size_t i = 0; i < op.params.size(); ++i) {
     auto const& p = op.params[i];
     if (p.bound_by_match) continue;
-    if (p.computed_bounds() || g.n == g.index.size()) return {};
     std::uint64_t k = 0;
-    if (p.domain == dsl::domain_kind::set) {
+    if (p.computed_bounds()) {
+      k = 0;
+    } else if (p.domain == dsl::domain_kind::set) {
       k = p.members.size();
     } else if (p.domain == dsl::domain_kind::range && p.type.kind == dsl::type_kind::integer &&
                std::holds_alternative<std::int64_t>(p.lo) && std::holds_alternative<std::int64_t>(p.hi)) {
       auto const lo = std::get<std::int64_t>(p.lo), hi = std::get<std::int64_t>(p.hi);
-      k = hi < lo || hi - lo >= static_cast<std::int64_t>(max_enumerated_draws) ? 0 : static_cast<std::uint64_t>(hi - lo + 1);
+      k = hi < lo || hi - lo >= 16 ? 0 : static_cast<std::uint64_t>(hi - lo + 1);
+    }
+    if (k == 0 || g.n == g.index.size()) {
+      g.free = true;
+      continue;
     }
     combos *= k;
-    if (k == 0 || combos > max_enumerated_draws) return {};
+    if (combos > max_enumerated_draws) return {};
     g.index[g.n] = static_cast<std::uint32_t>(i);
     g.size[g.n++] = static_cast<std::uint32_t>(k);
   }
@@ -615,17 +623,21 @@ template <match_adapter A, class URBG>
       if (grid.combos > 0) {
         for (std::uint32_t i = 0; i < grid.combos; ++i) perm[i] = static_cast<std::uint8_t>(i);
         std::swap(perm[0], perm[detail::encode(grid, op, b.params)]);
-        tries = grid.combos;
+        // Every combination once; with parameters outside the grid, at least `draws` tries.
+        tries = grid.free ? std::max(tries, grid.combos) : grid.combos;
         if (t >= tries) break;
       }
     }
-    if (t > 0 && grid.combos > 0) {
-      std::uniform_int_distribution<std::uint32_t> d(t, grid.combos - 1);
-      std::swap(perm[t], perm[d(rng)]);
-      detail::decode(grid, op, perm[t], b.params);
-    } else if (t > 0) {
-      sample_params(op, rng, b.params);
-      detail::draw_site_params(ws, b, rng);
+    if (t > 0) {
+      if (grid.free || grid.combos == 0 || t >= grid.combos) {
+        sample_params(op, rng, b.params);
+        detail::draw_site_params(ws, b, rng);
+      }
+      if (grid.combos > 0 && t < grid.combos) {
+        std::uniform_int_distribution<std::uint32_t> d(t, grid.combos - 1);
+        std::swap(perm[t], perm[d(rng)]);
+        detail::decode(grid, op, perm[t], b.params);
+      }
     }
     st = stage_of_draw();
     // Accepted, or rejected by what no draw changes: stop.

@@ -6,11 +6,17 @@
 #include <tfg/dsl/builtins.hpp>
 #include <tfg/match/program.hpp>
 #include <tfg/torch/compat.hpp>
+#include <tfg/torch/model.hpp>
 #include <tfg/torch/profile.hpp>
 
 #include <torch/csrc/jit/runtime/operator.h>
 
 #include <algorithm>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <tuple>
 #include <array>
 #include <optional>
 #include <vector>
@@ -65,6 +71,57 @@ inline void register_custom_op_namespaces() {
   }
 }
 
+/// Whether op `kind` has a kernel for dtype `t` on `device`, decided by trial execution
+/// (DevMuT's way) of the op on a small tensor with typical arguments, once per (op, dtype,
+/// device) in the process. nullopt for an op it has no trial for. CPU half-precision kernels
+/// are incomplete in LibTorch 1.13 (cos, gelu, softmax, hardsigmoid, ...) and more complete
+/// later: the trial asks the LibTorch that runs, not a version table.
+[[nodiscard]] inline std::optional<bool> kernel_runs(std::string_view kind, c10::ScalarType t, c10::Device device) {
+  static std::mutex mu;
+  static std::map<std::tuple<std::string, int, std::string>, std::optional<bool>> cache;
+  const auto key = std::make_tuple(std::string(kind), static_cast<int>(t), device.str());
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = cache.find(key); it != cache.end()) return it->second;
+  }
+  std::optional<bool> out;
+  try {
+    // Values in (0, 1]; no random numbers: the process's generator must not move.
+    const auto x = at::arange(1, 33, at::TensorOptions().dtype(at::kFloat)).div(32).reshape({1, 2, 4, 4}).to(device, t);
+    std::optional<at::Tensor> y;
+    using namespace std::string_view_literals;
+    if (kind == "aten::relu"sv) y = at::relu(x);
+    else if (kind == "aten::gelu"sv) y = at::gelu(x);
+    else if (kind == "aten::silu"sv) y = at::silu(x);
+    else if (kind == "aten::sigmoid"sv) y = at::sigmoid(x);
+    else if (kind == "aten::tanh"sv) y = at::tanh(x);
+    else if (kind == "aten::hardswish"sv) y = at::hardswish(x);
+    else if (kind == "aten::hardsigmoid"sv) y = at::hardsigmoid(x);
+    else if (kind == "aten::softmax"sv) y = at::softmax(x, -1);
+    else if (kind == "aten::log_softmax"sv) y = at::log_softmax(x, -1);
+    else if (kind == "aten::sin"sv) y = at::sin(x);
+    else if (kind == "aten::cos"sv) y = at::cos(x);
+    else if (kind == "aten::exp"sv) y = at::exp(x);
+    else if (kind == "aten::rsqrt"sv) y = at::rsqrt(x);
+    else if (kind == "aten::sqrt"sv) y = at::sqrt(x);
+    else if (kind == "aten::square"sv) y = at::square(x);
+    else if (kind == "aten::max_pool2d"sv) y = at::max_pool2d(x, {2, 2});
+    else if (kind == "aten::avg_pool2d"sv) y = at::avg_pool2d(x, {2, 2});
+    else if (kind == "aten::adaptive_avg_pool2d"sv) y = at::adaptive_avg_pool2d(x, {2, 2});
+    else if (kind == "aten::upsample_bilinear2d"sv) y = at::upsample_bilinear2d(x, {8, 8}, false);
+    else if (kind == "aten::upsample_nearest2d"sv) y = at::upsample_nearest2d(x, {8, 8});
+    else if (kind == "aten::mean"sv) y = at::mean(x, {-1});
+    else if (kind == "aten::sum"sv) y = at::sum(x, {-1});
+    else if (kind == "aten::amax"sv) y = at::amax(x, {-1});
+    if (y) out = true;
+  } catch (const std::exception&) {
+    out = false;
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  cache.emplace(key, out);
+  return out;
+}
+
 /// The backend's externs:
 ///  * `no_inplace_writer(tensor) -> bool`: no in-place operator in the model writes the storage
 ///    of the tensor (in the current profiling run), so reading it earlier or later, or through a
@@ -72,6 +129,9 @@ inline void register_custom_op_namespaces() {
 ///  * `device_available(device) -> bool`: this process can run on the device (cpu always;
 ///    cuda when LibTorch has CUDA and sees a GPU), so a mutation never moves data to a device
 ///    the configurations cannot use.
+///  * `kernel_for(tensor, dtype) -> bool`: the op producing the tensor has a kernel for the
+///    dtype on the tensor's device (`kernel_runs`, a trial execution); false for an op it has
+///    no trial for.
 ///  * `no_geometry_reader(tensor) -> bool`: no consumer of the tensor reads its raw geometry
 ///    (`as_strided`, `stride`, `storage_offset`, `is_contiguous`, `set_`, `data_ptr`), so moving
 ///    one consumer to an equal-valued tensor with another layout cannot change what it reads.
@@ -115,6 +175,18 @@ inline void register_custom_op_namespaces() {
     for (const auto& u : g.consumers(e))
       if (detail::reads_geometry(g.data(u.node))) return match::attr_value{false};
     return match::attr_value{true};
+  });
+  r.add("kernel_for", [ctx](std::span<const match::extern_arg> args) -> std::optional<match::attr_value> {
+    if (args.size() != 2 || !ctx->target || args[0].edge == graph::no_edge || !args[0].state) return std::nullopt;
+    const auto* code = std::get_if<std::int64_t>(&args[1].value);
+    if (!code) return std::nullopt;
+    const auto t = scalar_type_of_word(state::name(static_cast<state::dtype>(*code)));
+    const auto p = ctx->target->graph.producer(args[0].edge);
+    if (!t || p == graph::no_node) return std::nullopt;
+    const auto kind = std::string_view(ctx->target->graph.data(p).kind.toQualString());
+    const c10::Device device = args[0].state->device.kind == state::device_kind::cuda ? c10::Device(c10::kCUDA) : c10::Device(c10::kCPU);
+    if (device.is_cuda() && !compat::cuda_available()) return match::attr_value{false};
+    return match::attr_value{kernel_runs(kind, *t, device).value_or(false)};
   });
   r.add("device_available", [](std::span<const match::extern_arg> args) -> std::optional<match::attr_value> {
     if (args.size() != 1) return std::nullopt;

@@ -68,6 +68,7 @@ match::extern_registry const& externs() {
     match::extern_registry x;
     x.add("no_inplace_writer", [](std::span<const match::extern_arg>) { return match::attr_value(true); });
     x.add("no_geometry_reader", [](std::span<const match::extern_arg>) { return match::attr_value(true); });
+    x.add("kernel_for", [](std::span<const match::extern_arg>) { return match::attr_value(true); });
     // The benchmark has no device: device_roundtrip's other device is never available.
     x.add("device_available", [](std::span<const match::extern_arg>) { return match::attr_value(false); });
     return x;

@@ -15,7 +15,7 @@ namespace {
 const tfg::match::extern_registry& externs() {
   static const tfg::match::extern_registry r = [] {
     tfg::match::extern_registry x;
-    for (const char* name : {"no_inplace_writer", "no_geometry_reader"})
+    for (const char* name : {"no_inplace_writer", "no_geometry_reader", "kernel_for"})
       x.add(name, [](std::span<const tfg::match::extern_arg>) { return tfg::match::attr_value(true); });
     return x;
   }();

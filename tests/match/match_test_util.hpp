@@ -28,6 +28,7 @@ inline match::extern_registry const& externs() {
     x.add("no_inplace_writer", [](std::span<const match::extern_arg>) { return match::attr_value(true); });
     x.add("no_geometry_reader", [](std::span<const match::extern_arg>) { return match::attr_value(true); });
     x.add("device_available", [](std::span<const match::extern_arg>) { return match::attr_value(true); });
+    x.add("kernel_for", [](std::span<const match::extern_arg>) { return match::attr_value(true); });
     return x;
   }();
   return r;

@@ -151,7 +151,7 @@ std::string effect_failure(const seed_state& s, const tfg::torch::mutant& mu, co
       std::snprintf(buf, sizeof buf, ", and by %.3g beyond atol=%g rtol=%g in the float64 reference", w64.first, atol, rtol);
       return "I effect " + native_excess + buf;
     }
-    return "L";
+    return "L float64 " + native_excess + ", not in the float64 reference";
   }
   if (!same) return "L";
   if (!op.preserves_values) return "I effect no effect: every output equals the seed's on every profiling input";
@@ -315,7 +315,9 @@ int run_legality_command(const legality_args& a) {
     if (timed_out) {
       x.lab = {label_kind::timed_out, "timeout", "no reply within " + std::to_string(a.timeout_s) + " s"};
     } else if (!c.reply.empty() && c.reply[0] == 'L') {
-      x.lab = {label_kind::legal, "", ""};
+      // "L", or "L float64 WHY": legal in the float64 reference only
+      x.lab = {label_kind::legal, c.reply.rfind("L float64 ", 0) == 0 ? "float64" : "",
+               c.reply.size() > 10 ? first_line(c.reply.substr(10)) : ""};
     } else if (!c.reply.empty() && c.reply[0] == 'I') {
       const auto sp = c.reply.find(' ', 2);
       x.lab = {label_kind::illegal, c.reply.substr(2, sp == std::string::npos ? std::string::npos : sp - 2),
@@ -409,9 +411,11 @@ int run_legality_command(const legality_args& a) {
     if (x.before.rfind("cannot be instantiated", 0) == 0) ++not_instantiated;
     else ++inferred;
   }
-  std::printf("\n%zu candidates labelled in the reference (op by op, CPU): %zu legal, %zu illegal (%s; %zu crashed, %zu "
-              "timed out) in %.1f s\n\n",
-              samples.size(), legal, samples.size() - legal, reasons.c_str(), crashed, timed_out,
+  std::size_t legal64 = 0;
+  for (const auto& x : samples) legal64 += x.lab.kind == label_kind::legal && x.lab.stage == "float64";
+  std::printf("\n%zu candidates labelled in the reference (op by op, CPU): %zu legal (%zu of them value-preserving "
+              "within the tolerance only in the float64 reference), %zu illegal (%s; %zu crashed, %zu timed out) in %.1f s\n\n",
+              samples.size(), legal, legal64, samples.size() - legal, reasons.c_str(), crashed, timed_out,
               std::chrono::duration<double>(clock_type::now() - t0).count());
   std::printf("Decided before execution (counted in the groups below): %zu cannot be instantiated (internal), %zu "
               "refuted by shapes and dtypes inferred on meta tensors (internal or output)\n\n",

@@ -134,4 +134,48 @@ operator bad_form_in_pattern
   fs::remove_all(dir);
 }
 
+TEST_CASE("kernel_for: a trial execution says which dtype an op has a kernel for, and lower_op_precision_f16 follows it") {
+  const c10::Device cpu(c10::kCPU);
+  CHECK(tt::kernel_runs("aten::relu", c10::kBFloat16, cpu) == std::optional<bool>(true));
+  CHECK(tt::kernel_runs("aten::sin", c10::kFloat, cpu) == std::optional<bool>(true));
+  CHECK_FALSE(tt::kernel_runs("aten::not_an_op", c10::kFloat, cpu).has_value());
+  // float16 on the CPU: whatever this LibTorch has (1.13 lacks many such kernels), the trial
+  // agrees with calling the op.
+  bool direct = true;
+  try {
+    (void)at::sin(at::ones({2}, at::TensorOptions().dtype(c10::kHalf)));
+  } catch (const std::exception&) {
+    direct = false;
+  }
+  CHECK(tt::kernel_runs("aten::sin", c10::kHalf, cpu) == std::optional<bool>(direct));
+
+  // The operator's candidates on sin: each chosen dtype runs, so every mutant runs.
+  tm::symbol_table symbols;
+  auto ctx = std::make_shared<tt::extern_context>();
+  auto pool = tm::load_pool({fs::path(TFG_SOURCE_DIR) / "operators/relation/lower_op_precision_f16.tfg"}, symbols,
+                            tt::torch_externs(ctx));
+  for (const auto& d : pool.diagnostics) MESSAGE(d);
+  REQUIRE(pool.ok());
+  auto m = neg_sin();
+  tt::input_set inputs{{at::linspace(-3, 3, 12).reshape({2, 6})}};
+  const auto prof = tt::profiler().run(m, inputs);
+  tt::torch_match_adapter a(m, prof, symbols);
+  *ctx = {&m, &prof};
+  tm::workspace ws;
+  std::size_t ran = 0;
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    auto set = tm::construct(a, std::span<const tm::compiled_operator>(pool.operators), {.seed = seed});
+    for (const auto& c : set.candidates) {
+      const auto& op = pool.operators[c.op];
+      auto b = set.bound(c);
+      auto made = tt::instantiate(m, a, op, b, symbols, ws, &inputs);
+      REQUIRE(std::holds_alternative<tt::mutant>(made));
+      auto& mu = std::get<tt::mutant>(made);
+      CHECK_FALSE(tt::check_mutant(mu, a, op, b, symbols, pool.requirements, inputs, ws).has_value());
+      ++ran;
+    }
+  }
+  CHECK(ran > 0);
+}
+
 }  // namespace tfg_test_torch_activation_forms

@@ -530,6 +530,7 @@ struct param_grid {
     } else if (auto const* x = std::get_if<std::int64_t>(&v)) {
       at = static_cast<std::uint32_t>(*x - std::get<std::int64_t>(p.lo));
     }
+    if (at >= g.size[k]) at = 0;  // a value outside the domain (never drawn): any start will do
     c = c * g.size[k] + at;
   }
   return c;

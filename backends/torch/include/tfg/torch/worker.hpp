@@ -110,6 +110,21 @@ inline void reseed_cpu_generator() {
   return worst;
 }
 
+/// The metamorphic check's look in float64: the largest excess of the mutant's float64 outputs
+/// over the seed's, within the operator's tolerance but never below float64's own (a
+/// value-preserving mutation may still change which kernels run downstream: rounding, not
+/// values), and the tolerance used. The worker's check and `flowmut legality`'s label.
+struct float64_judgement {
+  std::pair<double, std::size_t> worst;
+  double atol = 0, rtol = 0;
+};
+[[nodiscard]] inline float64_judgement float64_excess(const run_result& mine64, const run_result& theirs64, double atol,
+                                                      double rtol) {
+  const oracle::tolerance_table table;
+  const double a = std::max(atol, table.f64.atol), r = std::max(rtol, table.f64.rtol);
+  return {output_excess(mine64, theirs64, a, r), a, r};
+}
+
 }  // namespace worker_detail
 
 /// Runs one request (see tfg/campaign/protocol.hpp). Never throws: failures become fields of
@@ -255,12 +270,8 @@ inline void reseed_cpu_generator() {
           auto m64 = results.find("float64_reference");
           run_result mine64 = m64 != results.end() ? m64->second : run_config("float64_reference", m, *inputs, ro);
           const auto theirs64 = run_config("float64_reference", seed, *inputs, ro);
-          // In float64 the operator's tolerance, but never below float64's own (a value-preserving
-          // mutation may still change which kernels run downstream: rounding, not values).
-          const oracle::tolerance_table table;
           const auto w64 = mine64.ok() && theirs64.ok()
-                               ? worker_detail::output_excess(mine64, theirs64, std::max(req.meta_atol, table.f64.atol),
-                                                              std::max(req.meta_rtol, table.f64.rtol))
+                               ? worker_detail::float64_excess(mine64, theirs64, req.meta_atol, req.meta_rtol).worst
                                : worst;
           if (w64.first > 0) {
             oracle::verdict v;

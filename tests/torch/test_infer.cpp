@@ -398,6 +398,64 @@ operator test_halve_with_revert
   fs::remove_all(dir);
 }
 
+TEST_CASE("a shape revert to sizes the mutant computes is right on inputs of every size") {
+  // The halving pool of the test above, reverted with tfg::pad_or_crop to a list of sizes read
+  // when the mutant runs (aten::size of the input): the amounts are 4 on the 8x8 input and 3
+  // on the 6x6 one, each right for its own input, so nothing is refused and every mutant runs.
+  const auto dir = write_operators("revert_runtime", R"(tfg 1
+
+/// Halves a map, then pads it back to the size it had, read when the mutant runs.
+operator test_halve_with_runtime_revert
+  object operator  primitive insertion  origin tfg "test"
+  anchor %x
+{
+  require input { rank(%x) == 4 && is_floating(%x) && dim(%x, 2) >= 2 && dim(%x, 3) >= 2 }
+  replace {
+    %p = aten::max_pool2d(%x, [2, 2], [2, 2], [0, 0], [1, 1], false)
+    %h = aten::size(%x, 2)
+    %w = aten::size(%x, 3)
+    %sz = prim::ListConstruct(%h, %w)
+    %r = tfg::pad_or_crop(%p, %sz, 0.0)
+    rewire consumers(%x) -> %r
+  }
+  require output { shape(%r) == shape(%x) && dtype(%r) == dtype(%x) }
+  example match {
+    graph(%a: f32[1,2,4,4]):
+      %x = aten::relu(%a)
+      %o = aten::neg(%x)
+      return (%o)
+    anchor %x
+  }
+  example no_match rejected_by(input) {
+    graph(%a: f32[4,4]):
+      %x = aten::relu(%a)
+      return (%x)
+    anchor %x
+  }
+}
+)");
+  seed s{conv_net(), {}, {}};
+  s.inputs.push_back({at::randn({1, 3, 8, 8}), at::randn({4, 3, 3, 3}) * 0.3, at::randn({4})});
+  s.inputs.push_back({at::randn({2, 3, 6, 6}), at::randn({4, 3, 3, 3}) * 0.3, at::randn({4})});
+  s.prof = tt::profiler().run(s.m, s.inputs);
+  const auto d = decide_all(s, {dir});
+  std::size_t legal_where_sizes_differ = 0, candidates = 0;
+  for (const auto& [op, anchor, mu, before, probe] : d->all) {
+    const auto& runs = s.prof.edges[tfg::graph::index(anchor)].runs;
+    REQUIRE(runs.size() == 2);
+    const std::string where = op->name + " at %" + s.m.graph.data(anchor).name;
+    ++candidates;
+    CHECK_MESSAGE(!before.has_value(), where);
+    CHECK_MESSAGE(!probe.has_value(), where);  // the mutant runs on both inputs, shapes restored
+    legal_where_sizes_differ += runs[0].shape != runs[1].shape && !before && !probe;
+  }
+  // The input, the convolution, relu: 8 and 6 halve to 4 and 3, which revert_shape's baked
+  // amounts could not serve (the test above refuses them); here each is legal.
+  CHECK(legal_where_sizes_differ >= 3);
+  CHECK(candidates >= 3);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("a mutant that writes a constant of the model in place is refused at instantiation") {
   // The supervisor's copy of the seed shares its constants with every mutant: a probe of such
   // a mutant changed the seed's weights for the rounds after it (mobilenet_v3_small, round 185

@@ -27,6 +27,7 @@ enum class sig : std::uint8_t {
   ints,      ///< list of int
   any_list,  ///< a list of anything
   boolean,   ///< a condition
+  shape,     ///< a list of int, or a %value holding one when the mutant runs (prim::ListConstruct of sizes)
 };
 
 /// Where a built-in may be used.
@@ -183,8 +184,8 @@ inline constexpr std::array<helper_info, 10> helpers{{
      "aten::reshape(%v, shape(%like)); requires numel(%v) == numel(%like)"},
     {"tfg::revert_shape", 3, {sig::tensor, sig::tensor, sig::number}, "tfg::revert_shape(%v, %like, pad)",
      "insert or drop size-1 dims at axis 1 until ranks agree, then pad with `pad` or centre-crop every non-batch dim to shape(%like) (COMET's shape revert)"},
-    {"tfg::pad_or_crop", 3, {sig::tensor, sig::ints, sig::number}, "tfg::pad_or_crop(%v, shape, pad)",
-     "pad with `pad` or centre-crop each dim of %v to `shape` (same rank)"},
+    {"tfg::pad_or_crop", 3, {sig::tensor, sig::shape, sig::number}, "tfg::pad_or_crop(%v, shape, pad)",
+     "pad with `pad` or centre-crop each dim of %v to `shape` (same rank); with a %value list of sizes (ints the mutant computes), its last dims, read when the mutant runs"},
     {"tfg::cast_like", 2, {sig::tensor, sig::tensor}, "tfg::cast_like(%v, %like)",
      "aten::to(%v, dtype(%like))"},
     {"tfg::to_like", 2, {sig::tensor, sig::tensor}, "tfg::to_like(%v, %like)",

@@ -289,6 +289,9 @@ inline bool  checker::sig_accepts(sig s, type t) const {
     case sig::ints: return t.list && (t.kind == type_kind::integer || t.kind == type_kind::unknown);
     case sig::any_list: return t.list;
     case sig::boolean: return t == type{type_kind::boolean, false};
+    case sig::shape:
+      return (t.list && (t.kind == type_kind::integer || t.kind == type_kind::unknown)) ||
+             t == type{type_kind::tensor, false};
   }
   return false;
 }
@@ -303,6 +306,7 @@ inline char const*  checker::spell_sig(sig s) {
     case sig::ints: return "ints";
     case sig::any_list: return "a list";
     case sig::boolean: return "a condition";
+    case sig::shape: return "ints or a %value (a list of sizes)";
   }
   return "?";
 }

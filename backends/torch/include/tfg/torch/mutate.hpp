@@ -140,6 +140,8 @@ template <class Adapter>
     return it == local.end() ? c10::IValue() : it->second;
   };
   // Stages one node, runs it locally when shapes are wanted, and returns its first output.
+  std::string local_error;  // why the local probe could not run a staged node
+  auto first_line = [](std::string_view w) { return std::string(w.substr(0, w.find('\n'))); };
   auto stage = [&](built_node built, std::vector<graph::value_ref> node_inputs) -> graph::staged_node {
     std::optional<node_data> copy;
     if (wants_shapes) copy = built.data;
@@ -162,8 +164,9 @@ template <class Adapter>
       try {
         (*copy->op)(st);
         for (std::size_t i = 0; i < st.size(); ++i) local[{node.index, static_cast<std::uint32_t>(i)}] = st[i];
-      } catch (const std::exception&) {
-        // leaves the outputs unknown; a helper that needs them fails with a clear message
+      } catch (const std::exception& e) {
+        // leaves the outputs unknown; a helper that needs them fails with this message
+        if (local_error.empty()) local_error = copy->name() + " does not run on the first profiling input: " + first_line(e.what());
       }
     }
     return node;
@@ -303,7 +306,74 @@ template <class Adapter>
       if (inputs.empty() || rn.outputs.size() != 1) return fail(op_name + " needs a value to adapt");
       graph::value_ref cur = inputs[0];
       auto from = shape_of(cur);
-      if (!from) return fail(op_name + ": the shape of its input is unknown (no local probe)");
+      if (!from)
+        return fail(op_name + ": the shape of its input is unknown (" +
+                    (local_error.empty() ? std::string("no local probe") : local_error) + ")");
+      const auto pad_value = args.back().v;
+      // pad_or_crop(%v, %sizes, pad) with sizes the mutant computes (a prim::ListConstruct of
+      // ints, folded into this list): the amounts are read when the mutant runs, for the
+      // last len(%sizes) dims, so every input size gets its own (dsl/spec.md section 8).
+      if (const auto* items = std::get_if<std::vector<proto_arg>>(&args.at(1).v);
+          items && op_name == "tfg::pad_or_crop") {
+        if (items->empty() || items->size() > from->size())
+          return fail(op_name + ": " + std::to_string(items->size()) + " sizes for a value of rank " +
+                      std::to_string(from->size()));
+        std::optional<mutation_failure> failure;
+        auto make = [&](const std::string& name, std::vector<proto_arg> a,
+                        std::vector<graph::value_ref> in) -> std::optional<graph::value_ref> {
+          built_node nb;
+          try {
+            nb = build_node(name, a);
+          } catch (const model_error& e) {
+            failure = fail(e.what());
+            return std::nullopt;
+          }
+          nb.data.where = "mutation " + op.name;
+          return tx.output(stage(std::move(nb), std::move(in)), 0);
+        };
+        const proto_arg first_tensor{proto_arg::edge_ref{0, state::value_kind::tensor}};
+        const proto_arg first_int{proto_arg::edge_ref{0, state::value_kind::integer}};
+        const proto_arg second_int{proto_arg::edge_ref{1, state::value_kind::integer}};
+        const auto constant = [](std::int64_t v) { return proto_arg{match::attr_value{v}}; };
+        const std::size_t rank = from->size();
+        const std::size_t k = items->size();
+        std::vector<proto_arg> pad_items;  // constant_pad_nd: (left, right) from the last dim backwards
+        std::vector<graph::value_ref> pad_inputs{cur};
+        for (std::size_t d = rank; d-- > rank - k;) {
+          const proto_arg& item = (*items)[d - (rank - k)];
+          auto size = make("aten::size", {first_tensor, constant(static_cast<std::int64_t>(d))}, {cur});
+          if (!size) return failure ? *failure : fail(op_name + ": aten::size could not be built");
+          std::optional<graph::value_ref> diff;
+          if (const auto* e = std::get_if<proto_arg::edge_ref>(&item.v)) {
+            if (e->input >= inputs.size()) return fail(op_name + ": a size is not a value");
+            diff = make("aten::sub", {first_int, second_int}, {inputs[e->input], *size});
+          } else if (const auto* c = std::get_if<match::attr_value>(&item.v); c && std::holds_alternative<std::int64_t>(*c)) {
+            auto neg = make("aten::neg", {first_int}, {*size});
+            if (neg) diff = make("aten::add", {first_int, constant(std::get<std::int64_t>(*c))}, {*neg});
+          } else {
+            return fail(op_name + ": a size must be an int");
+          }
+          if (!diff) return failure ? *failure : fail(op_name + ": the size difference could not be built");
+          auto left = make("aten::floordiv", {first_int, constant(2)}, {*diff});
+          if (!left) return failure ? *failure : fail(op_name + ": aten::floordiv could not be built");
+          auto right = make("aten::sub", {first_int, second_int}, {*diff, *left});
+          if (!right) return failure ? *failure : fail(op_name + ": aten::sub could not be built");
+          pad_inputs.push_back(*left);
+          pad_items.push_back(proto_arg{proto_arg::edge_ref{static_cast<std::uint32_t>(pad_inputs.size() - 1),
+                                                            state::value_kind::integer}});
+          pad_inputs.push_back(*right);
+          pad_items.push_back(proto_arg{proto_arg::edge_ref{static_cast<std::uint32_t>(pad_inputs.size() - 1),
+                                                            state::value_kind::integer}});
+        }
+        proto_arg value{match::attr_value{0.0}};
+        if (const auto* v = std::get_if<match::attr_value>(&pad_value)) value = proto_arg{*v};
+        auto padded = make("aten::constant_pad_nd", {first_tensor, proto_arg{std::move(pad_items)}, value},
+                           std::move(pad_inputs));
+        if (!padded) return failure ? *failure : fail(op_name + ": aten::constant_pad_nd could not be built");
+        staged.insert_or_assign(rn.outputs[0], *padded);
+        staged_kind[rn.outputs[0]] = state::value_kind::tensor;
+        continue;
+      }
       std::vector<std::int64_t> to;
       if (op_name == "tfg::revert_shape") {
         if (inputs.size() < 2) return fail(op_name + " needs the value whose shape to restore");
@@ -314,9 +384,8 @@ template <class Adapter>
                  v && std::holds_alternative<std::vector<std::int64_t>>(*v)) {
         to = std::get<std::vector<std::int64_t>>(*v);
       } else {
-        return fail(op_name + " needs a constant shape");
+        return fail(op_name + " needs a constant shape or a list of sizes");
       }
-      const auto pad_value = args.back().v;
       auto one_op = [&](const std::string& name, std::vector<proto_arg> a) -> std::optional<mutation_failure> {
         built_node nb;
         try {

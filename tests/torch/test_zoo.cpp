@@ -5,6 +5,10 @@
 #include <tfg/torch/seed_check.hpp>
 #include <tfg/torch/torch.hpp>
 
+#include <tfg/match/candidates.hpp>
+#include <tfg/match/pool.hpp>
+#include <tfg/torch/externs.hpp>
+#include <tfg/torch/infer.hpp>
 #include <tfg/torch/mutate.hpp>
 
 #include <doctest/doctest.h>
@@ -88,6 +92,51 @@ TEST_CASE("zoo: every seed imports, runs op by op equal to forward, profiles and
     std::cout << "  zoo " << name << ": " << m.graph.node_count() << " nodes, " << m.graph.edge_count()
               << " edges, op-by-op diff " << worst << ", round-trip diff " << rt << "\n";
   }
+}
+
+// yolov10 is profiled at 64x64 and 32x32: a convolution's output is 8x8 on one input and 4x4
+// on the other, so a stride change needs other pad amounts on each. The operator states the
+// seed's output size from aten::size of the input, and tfg::pad_or_crop computes the amounts
+// when the mutant runs: candidates at such convolutions are retained, instantiate, and run
+// legally on every profiling input (before session 32 they were refused).
+TEST_CASE("zoo: a convolution stride change keeps its shape revert on yolov10's two resolutions") {
+  const char* env = std::getenv("TFG_ZOO_DIR");
+  REQUIRE_MESSAGE(env, "TFG_ZOO_DIR is not set (run through ctest or make test)");
+  const auto path = fs::path(env) / "yolov10.pt";
+  REQUIRE(fs::exists(path));
+  auto m = tt::torchscript_importer().load(path.string());
+  auto inputs = tt::load_inputs(tt::inputs_path_for(path.string()));
+  auto prof = tt::profiler().run(m, inputs);
+  namespace tm = tfg::match;
+  tm::symbol_table symbols;
+  auto ctx = std::make_shared<tt::extern_context>();
+  const fs::path ops(TFG_SOURCE_DIR);
+  auto pool = tm::load_pool({ops / "operators/requirements", ops / "operators/relation/change_conv_stride_with_revert.tfg"},
+                            symbols, tt::torch_externs(ctx));
+  for (const auto& d : pool.diagnostics) MESSAGE(d);
+  REQUIRE(pool.ok());
+  tt::torch_match_adapter a(m, prof, symbols);
+  *ctx = {&m, &prof};
+  tm::workspace ws;
+  auto set = tm::construct(a, std::span<const tm::compiled_operator>(pool.operators), {.seed = 1});
+  std::size_t sizes_differ = 0, legal_where_sizes_differ = 0;
+  for (const auto& c : set.candidates) {
+    const auto& runs = prof.edges[graph::index(c.anchor)].runs;
+    if (runs.size() < 3 || runs[0].shape == runs.back().shape) continue;
+    if (++sizes_differ > 6) break;  // a handful is enough; each probe runs the detector
+    const auto& op = pool.operators[c.op];
+    const auto b = set.bound(c);
+    auto made = tt::instantiate(m, a, op, b, symbols, ws, &inputs);
+    REQUIRE_MESSAGE(std::holds_alternative<tt::mutant>(made), std::get<tt::mutation_failure>(made).message);
+    auto& mu = std::get<tt::mutant>(made);
+    const auto before = tt::static_check(mu, a, op, b, symbols, pool.requirements, ws);
+    const auto probe = tt::check_mutant(mu, a, op, b, symbols, pool.requirements, inputs, ws);
+    CHECK_MESSAGE(!before.has_value(), (before ? before->message : ""));
+    CHECK_MESSAGE(!probe.has_value(), (probe ? probe->message : ""));
+    legal_where_sizes_differ += !before && !probe;
+  }
+  CHECK(sizes_differ >= 3);
+  CHECK(legal_where_sizes_differ == std::min<std::size_t>(sizes_differ, 6));
 }
 
 // examples/seeds/README.md maps the paper's 14 seed models (its Table 2) to zoo seeds: every

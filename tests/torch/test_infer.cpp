@@ -400,8 +400,9 @@ operator test_halve_with_revert
 
 TEST_CASE("a shape revert to sizes the mutant computes is right on inputs of every size") {
   // The halving pool of the test above, reverted with tfg::pad_or_crop to a list of sizes read
-  // when the mutant runs (aten::size of the input): the amounts are 4 on the 8x8 input and 3
-  // on the 6x6 one, each right for its own input, so nothing is refused and every mutant runs.
+  // when the mutant runs (aten::size of the input; the channel count, the same on every input,
+  // as a constant): the amounts are 4 on the 8x8 input and 3 on the 6x6 one, each right for
+  // its own input, so nothing is refused and every mutant runs.
   const auto dir = write_operators("revert_runtime", R"(tfg 1
 
 /// Halves a map, then pads it back to the size it had, read when the mutant runs.
@@ -414,7 +415,7 @@ operator test_halve_with_runtime_revert
     %p = aten::max_pool2d(%x, [2, 2], [2, 2], [0, 0], [1, 1], false)
     %h = aten::size(%x, 2)
     %w = aten::size(%x, 3)
-    %sz = prim::ListConstruct(%h, %w)
+    %sz = prim::ListConstruct(dim(%x, 1), %h, %w)
     %r = tfg::pad_or_crop(%p, %sz, 0.0)
     rewire consumers(%x) -> %r
   }

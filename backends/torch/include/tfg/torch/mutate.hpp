@@ -348,8 +348,7 @@ template <class Adapter>
             if (e->input >= inputs.size()) return fail(op_name + ": a size is not a value");
             diff = make("aten::sub", {first_int, second_int}, {inputs[e->input], *size});
           } else if (const auto* c = std::get_if<match::attr_value>(&item.v); c && std::holds_alternative<std::int64_t>(*c)) {
-            auto neg = make("aten::neg", {first_int}, {*size});
-            if (neg) diff = make("aten::add", {first_int, constant(std::get<std::int64_t>(*c))}, {*neg});
+            diff = make("aten::sub", {constant(std::get<std::int64_t>(*c)), first_int}, {*size});
           } else {
             return fail(op_name + ": a size must be an int");
           }

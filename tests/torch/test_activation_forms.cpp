@@ -39,6 +39,26 @@ graph(%x : Tensor):
   return tt::torchscript_importer::from_graph(*g, "neg_sin.ir");
 }
 
+/// neg_sin profiled on one input, with the operators at `paths` loaded against it and the
+/// externs' context pointing at it. Not movable: the context holds its addresses.
+struct sin_site {
+  tm::symbol_table symbols;
+  std::shared_ptr<tt::extern_context> ctx = std::make_shared<tt::extern_context>();
+  tm::pool pool;
+  tt::model m = neg_sin();
+  tt::input_set inputs{{at::linspace(-3, 3, 12).reshape({2, 6})}};
+  tt::profile prof = tt::profiler().run(m, inputs);
+
+  explicit sin_site(const std::vector<fs::path>& paths) {
+    pool = tm::load_pool(paths, symbols, tt::torch_externs(ctx));
+    for (const auto& d : pool.diagnostics) MESSAGE(d);
+    REQUIRE(pool.ok());
+    *ctx = {&m, &prof};
+  }
+  sin_site(const sin_site&) = delete;
+  sin_site& operator=(const sin_site&) = delete;
+};
+
 const std::map<std::string, std::function<at::Tensor(const at::Tensor&)>>& expected() {
   static const std::map<std::string, std::function<at::Tensor(const at::Tensor&)>> m{
       {"tfg::threshold", [](const at::Tensor& v) { return at::where(v > 1.0, v, at::zeros_like(v)); }},
@@ -53,18 +73,10 @@ const std::map<std::string, std::function<at::Tensor(const at::Tensor&)>>& expec
 }  // namespace
 
 TEST_CASE("activation forms: insert_activation and swap_activation draw them, and each computes its activation") {
-  tm::symbol_table symbols;
-  auto ctx = std::make_shared<tt::extern_context>();
-  auto pool = tm::load_pool({fs::path(TFG_SOURCE_DIR) / "operators/operator/insert_activation.tfg",
-                             fs::path(TFG_SOURCE_DIR) / "operators/operator/swap_activation.tfg"},
-                            symbols, tt::torch_externs(ctx));
-  for (const auto& d : pool.diagnostics) MESSAGE(d);
-  REQUIRE(pool.ok());
-  auto m = neg_sin();
-  tt::input_set inputs{{at::linspace(-3, 3, 12).reshape({2, 6})}};
-  const auto prof = tt::profiler().run(m, inputs);
+  sin_site site({fs::path(TFG_SOURCE_DIR) / "operators/operator/insert_activation.tfg",
+                 fs::path(TFG_SOURCE_DIR) / "operators/operator/swap_activation.tfg"});
+  auto& [symbols, ctx, pool, m, inputs, prof] = site;
   tt::torch_match_adapter a(m, prof, symbols);
-  *ctx = {&m, &prof};
   tm::workspace ws;
   auto set = tm::construct(a, std::span<const tm::compiled_operator>(pool.operators), {.seed = 3});
   const at::Tensor x = inputs[0][0].toTensor();
@@ -150,17 +162,9 @@ TEST_CASE("kernel_for: a trial execution says which dtype an op has a kernel for
   CHECK(tt::kernel_runs("aten::sin", c10::kHalf, cpu) == std::optional<bool>(direct));
 
   // The operator's candidates on sin: each chosen dtype runs, so every mutant runs.
-  tm::symbol_table symbols;
-  auto ctx = std::make_shared<tt::extern_context>();
-  auto pool = tm::load_pool({fs::path(TFG_SOURCE_DIR) / "operators/relation/lower_op_precision_f16.tfg"}, symbols,
-                            tt::torch_externs(ctx));
-  for (const auto& d : pool.diagnostics) MESSAGE(d);
-  REQUIRE(pool.ok());
-  auto m = neg_sin();
-  tt::input_set inputs{{at::linspace(-3, 3, 12).reshape({2, 6})}};
-  const auto prof = tt::profiler().run(m, inputs);
+  sin_site site({fs::path(TFG_SOURCE_DIR) / "operators/relation/lower_op_precision_f16.tfg"});
+  auto& [symbols, ctx, pool, m, inputs, prof] = site;
   tt::torch_match_adapter a(m, prof, symbols);
-  *ctx = {&m, &prof};
   tm::workspace ws;
   std::size_t ran = 0;
   for (std::uint64_t seed = 1; seed <= 8; ++seed) {

@@ -173,6 +173,45 @@ fs::path write_operators(const std::string& name, const std::string& text) {
   return dir;
 }
 
+/// A test operator that halves a rank-4 map with a 2x2 stride-2 pool and reverts it to the
+/// input's shape with `revert` (replacement lines that define %r from %p), so the amounts
+/// depend on the map's size.
+std::string halve_operator(const std::string& name, const std::string& doc, const std::string& revert) {
+  return "tfg 1\n\n/// " + doc + "\noperator " + name + R"(
+  object operator  primitive insertion  origin tfg "test"
+  anchor %x
+{
+  require input { rank(%x) == 4 && is_floating(%x) && dim(%x, 2) >= 2 && dim(%x, 3) >= 2 }
+  replace {
+    %p = aten::max_pool2d(%x, [2, 2], [2, 2], [0, 0], [1, 1], false)
+)" + revert + R"(    rewire consumers(%x) -> %r
+  }
+  require output { shape(%r) == shape(%x) && dtype(%r) == dtype(%x) }
+  example match {
+    graph(%a: f32[1,2,4,4]):
+      %x = aten::relu(%a)
+      %o = aten::neg(%x)
+      return (%o)
+    anchor %x
+  }
+  example no_match rejected_by(input) {
+    graph(%a: f32[4,4]):
+      %x = aten::relu(%a)
+      return (%x)
+    anchor %x
+  }
+}
+)";
+}
+
+/// conv_net profiled on an 8x8 input of batch 1 and a 6x6 one of batch 2.
+seed conv_net_two_sizes() {
+  tt::input_set inputs;
+  inputs.push_back({at::randn({1, 3, 8, 8}), at::randn({4, 3, 3, 3}) * 0.3, at::randn({4})});
+  inputs.push_back({at::randn({2, 3, 6, 6}), at::randn({4, 3, 3, 3}) * 0.3, at::randn({4})});
+  return profiled(conv_net(), std::move(inputs));
+}
+
 }  // namespace
 
 TEST_CASE("inferred shapes and dtypes agree with the probe on every candidate of the pool") {
@@ -330,39 +369,10 @@ TEST_CASE("a shape revert is kept on inputs of several sizes when its amounts ag
   // tfg::revert_shape bakes the first input's pad amounts: right for every input when the
   // reverted value has the target's shape on each (a 3x3 pool shrinks any map by 2), wrong
   // when the amounts depend on the size (a stride-2 pool halves it: 8 -> 4, 6 -> 3).
-  const auto dir = write_operators("revert", R"(tfg 1
-
-/// Halves a map, then pads it back: the amounts depend on the map's size.
-operator test_halve_with_revert
-  object operator  primitive insertion  origin tfg "test"
-  anchor %x
-{
-  require input { rank(%x) == 4 && is_floating(%x) && dim(%x, 2) >= 2 && dim(%x, 3) >= 2 }
-  replace {
-    %p = aten::max_pool2d(%x, [2, 2], [2, 2], [0, 0], [1, 1], false)
-    %r = tfg::revert_shape(%p, %x, 0.0)
-    rewire consumers(%x) -> %r
-  }
-  require output { shape(%r) == shape(%x) && dtype(%r) == dtype(%x) }
-  example match {
-    graph(%a: f32[1,2,4,4]):
-      %x = aten::relu(%a)
-      %o = aten::neg(%x)
-      return (%o)
-    anchor %x
-  }
-  example no_match rejected_by(input) {
-    graph(%a: f32[4,4]):
-      %x = aten::relu(%a)
-      return (%x)
-    anchor %x
-  }
-}
-)");
-  seed s{conv_net(), {}, {}};
-  s.inputs.push_back({at::randn({1, 3, 8, 8}), at::randn({4, 3, 3, 3}) * 0.3, at::randn({4})});
-  s.inputs.push_back({at::randn({2, 3, 6, 6}), at::randn({4, 3, 3, 3}) * 0.3, at::randn({4})});
-  s.prof = tt::profiler().run(s.m, s.inputs);
+  const auto dir = write_operators(
+      "revert", halve_operator("test_halve_with_revert", "Halves a map, then pads it back: the amounts depend on the map's size.",
+                               "    %r = tfg::revert_shape(%p, %x, 0.0)\n"));
+  auto s = conv_net_two_sizes();
   const auto d =
       decide_all(s, {dir, fs::path(TFG_SOURCE_DIR) / "operators/operator/insert_pool_with_shape_revert.tfg"});
   std::size_t kept_legal = 0, halve_refused = 0, halve_legal = 0;
@@ -403,42 +413,13 @@ TEST_CASE("a shape revert to sizes the mutant computes is right on inputs of eve
   // when the mutant runs (aten::size of the input; the channel count, the same on every input,
   // as a constant): the amounts are 4 on the 8x8 input and 3 on the 6x6 one, each right for
   // its own input, so nothing is refused and every mutant runs.
-  const auto dir = write_operators("revert_runtime", R"(tfg 1
-
-/// Halves a map, then pads it back to the size it had, read when the mutant runs.
-operator test_halve_with_runtime_revert
-  object operator  primitive insertion  origin tfg "test"
-  anchor %x
-{
-  require input { rank(%x) == 4 && is_floating(%x) && dim(%x, 2) >= 2 && dim(%x, 3) >= 2 }
-  replace {
-    %p = aten::max_pool2d(%x, [2, 2], [2, 2], [0, 0], [1, 1], false)
-    %h = aten::size(%x, 2)
-    %w = aten::size(%x, 3)
-    %sz = prim::ListConstruct(dim(%x, 1), %h, %w)
-    %r = tfg::pad_or_crop(%p, %sz, 0.0)
-    rewire consumers(%x) -> %r
-  }
-  require output { shape(%r) == shape(%x) && dtype(%r) == dtype(%x) }
-  example match {
-    graph(%a: f32[1,2,4,4]):
-      %x = aten::relu(%a)
-      %o = aten::neg(%x)
-      return (%o)
-    anchor %x
-  }
-  example no_match rejected_by(input) {
-    graph(%a: f32[4,4]):
-      %x = aten::relu(%a)
-      return (%x)
-    anchor %x
-  }
-}
-)");
-  seed s{conv_net(), {}, {}};
-  s.inputs.push_back({at::randn({1, 3, 8, 8}), at::randn({4, 3, 3, 3}) * 0.3, at::randn({4})});
-  s.inputs.push_back({at::randn({2, 3, 6, 6}), at::randn({4, 3, 3, 3}) * 0.3, at::randn({4})});
-  s.prof = tt::profiler().run(s.m, s.inputs);
+  const auto dir = write_operators(
+      "revert_runtime",
+      halve_operator("test_halve_with_runtime_revert",
+                     "Halves a map, then pads it back to the size it had, read when the mutant runs.",
+                     "    %h = aten::size(%x, 2)\n    %w = aten::size(%x, 3)\n"
+                     "    %sz = prim::ListConstruct(dim(%x, 1), %h, %w)\n    %r = tfg::pad_or_crop(%p, %sz, 0.0)\n"));
+  auto s = conv_net_two_sizes();
   const auto d = decide_all(s, {dir});
   std::size_t legal_where_sizes_differ = 0, candidates = 0;
   for (const auto& [op, anchor, mu, before, probe] : d->all) {

@@ -184,6 +184,22 @@ template <class Adapter>
   // `%l = prim::ListConstruct(...)` in a replacement is folded into the nodes that read %l,
   // as the importer folds the seed's lists: its items are kept here by slot.
   std::unordered_map<std::uint32_t, std::vector<const template_arg*>> lists;
+  // Builds and stages one node the expansion of a helper adds, reading `in`; nullopt when no
+  // overload accepts the arguments, with the reason in build_error.
+  std::string build_error;
+  auto make_node = [&](const std::string& name, std::vector<proto_arg> a,
+                       std::vector<graph::value_ref> in) -> std::optional<graph::value_ref> {
+    built_node nb;
+    try {
+      nb = build_node(name, a);
+    } catch (const model_error& e) {
+      build_error = e.what();
+      return std::nullopt;
+    }
+    nb.data.where = "mutation " + op.name;
+    return tx.output(stage(std::move(nb), std::move(in)), 0);
+  };
+
   for (const auto& rn : op.replacement.nodes) {
     std::vector<graph::value_ref> inputs;
     std::function<std::optional<proto_arg>(const template_arg&)> to_proto;
@@ -265,35 +281,24 @@ template <class Adapter>
     // replacement cannot default, or that has no op, called directly or drawn by `$act(%x)`.
     if (const auto* form = dsl::find_helper(op_name); form && form->activation) {
       if (inputs.size() != 1 || rn.outputs.size() != 1) return fail(op_name + " takes one value and defines one");
-      auto make = [&](const std::string& name, std::vector<proto_arg> a,
-                      std::vector<graph::value_ref> in) -> std::optional<graph::value_ref> {
-        built_node nb;
-        try {
-          nb = build_node(name, a);
-        } catch (const model_error&) {
-          return std::nullopt;
-        }
-        nb.data.where = "mutation " + op.name;
-        return tx.output(stage(std::move(nb), std::move(in)), 0);
-      };
       const graph::value_ref x = inputs[0];
       const proto_arg self{proto_arg::edge_ref{0, state::value_kind::tensor}};
       const proto_arg second{proto_arg::edge_ref{1, state::value_kind::tensor}};
       const auto constant = [](match::attr_value v) { return proto_arg{std::move(v)}; };
       std::optional<graph::value_ref> out;
       if (op_name == "tfg::threshold") {
-        out = make("aten::threshold", {self, constant(1.0), constant(0.0)}, {x});
+        out = make_node("aten::threshold", {self, constant(1.0), constant(0.0)}, {x});
       } else if (op_name == "tfg::prelu") {
-        if (auto w = make("aten::new_full", {self, constant(std::vector<std::int64_t>{1}), constant(0.25)}, {x}))
-          out = make("aten::prelu", {self, second}, {x, *w});
+        if (auto w = make_node("aten::new_full", {self, constant(std::vector<std::int64_t>{1}), constant(0.25)}, {x}))
+          out = make_node("aten::prelu", {self, second}, {x, *w});
       } else if (op_name == "tfg::softmax") {
-        out = make("aten::softmax", {self, constant(std::int64_t{-1}), constant(std::monostate{})}, {x});
+        out = make_node("aten::softmax", {self, constant(std::int64_t{-1}), constant(std::monostate{})}, {x});
       } else if (op_name == "tfg::tanhshrink") {
-        if (auto t = make("aten::tanh", {self}, {x})) out = make("aten::sub", {self, second, constant(std::int64_t{1})}, {x, *t});
+        if (auto t = make_node("aten::tanh", {self}, {x})) out = make_node("aten::sub", {self, second, constant(std::int64_t{1})}, {x, *t});
       } else if (op_name == "tfg::softsign") {
-        if (auto a = make("aten::abs", {self}, {x}))
-          if (auto d = make("aten::add", {self, constant(1.0), constant(std::int64_t{1})}, {*a}))
-            out = make("aten::div", {self, second}, {x, *d});
+        if (auto a = make_node("aten::abs", {self}, {x}))
+          if (auto d = make_node("aten::add", {self, constant(1.0), constant(std::int64_t{1})}, {*a}))
+            out = make_node("aten::div", {self, second}, {x, *d});
       }
       if (!out) return fail(op_name + " could not be expanded");
       staged.insert_or_assign(rn.outputs[0], *out);
@@ -318,19 +323,9 @@ template <class Adapter>
         if (items->empty() || items->size() > from->size())
           return fail(op_name + ": " + std::to_string(items->size()) + " sizes for a value of rank " +
                       std::to_string(from->size()));
-        std::optional<mutation_failure> failure;
-        auto make = [&](const std::string& name, std::vector<proto_arg> a,
-                        std::vector<graph::value_ref> in) -> std::optional<graph::value_ref> {
-          built_node nb;
-          try {
-            nb = build_node(name, a);
-          } catch (const model_error& e) {
-            failure = fail(e.what());
-            return std::nullopt;
-          }
-          nb.data.where = "mutation " + op.name;
-          return tx.output(stage(std::move(nb), std::move(in)), 0);
-        };
+        build_error.clear();
+        // The framework's reason when a node could not be built, else `what`.
+        auto not_built = [&](const std::string& what) { return fail(build_error.empty() ? what : build_error); };
         const proto_arg first_tensor{proto_arg::edge_ref{0, state::value_kind::tensor}};
         const proto_arg first_int{proto_arg::edge_ref{0, state::value_kind::integer}};
         const proto_arg second_int{proto_arg::edge_ref{1, state::value_kind::integer}};
@@ -341,22 +336,22 @@ template <class Adapter>
         std::vector<graph::value_ref> pad_inputs{cur};
         for (std::size_t d = rank; d-- > rank - k;) {
           const proto_arg& item = (*items)[d - (rank - k)];
-          auto size = make("aten::size", {first_tensor, constant(static_cast<std::int64_t>(d))}, {cur});
-          if (!size) return failure ? *failure : fail(op_name + ": aten::size could not be built");
+          auto size = make_node("aten::size", {first_tensor, constant(static_cast<std::int64_t>(d))}, {cur});
+          if (!size) return not_built(op_name + ": aten::size could not be built");
           std::optional<graph::value_ref> diff;
           if (const auto* e = std::get_if<proto_arg::edge_ref>(&item.v)) {
             if (e->input >= inputs.size()) return fail(op_name + ": a size is not a value");
-            diff = make("aten::sub", {first_int, second_int}, {inputs[e->input], *size});
+            diff = make_node("aten::sub", {first_int, second_int}, {inputs[e->input], *size});
           } else if (const auto* c = std::get_if<match::attr_value>(&item.v); c && std::holds_alternative<std::int64_t>(*c)) {
-            diff = make("aten::sub", {constant(std::get<std::int64_t>(*c)), first_int}, {*size});
+            diff = make_node("aten::sub", {constant(std::get<std::int64_t>(*c)), first_int}, {*size});
           } else {
             return fail(op_name + ": a size must be an int");
           }
-          if (!diff) return failure ? *failure : fail(op_name + ": the size difference could not be built");
-          auto left = make("aten::floordiv", {first_int, constant(2)}, {*diff});
-          if (!left) return failure ? *failure : fail(op_name + ": aten::floordiv could not be built");
-          auto right = make("aten::sub", {first_int, second_int}, {*diff, *left});
-          if (!right) return failure ? *failure : fail(op_name + ": aten::sub could not be built");
+          if (!diff) return not_built(op_name + ": the size difference could not be built");
+          auto left = make_node("aten::floordiv", {first_int, constant(2)}, {*diff});
+          if (!left) return not_built(op_name + ": aten::floordiv could not be built");
+          auto right = make_node("aten::sub", {first_int, second_int}, {*diff, *left});
+          if (!right) return not_built(op_name + ": aten::sub could not be built");
           pad_inputs.push_back(*left);
           pad_items.push_back(proto_arg{proto_arg::edge_ref{static_cast<std::uint32_t>(pad_inputs.size() - 1),
                                                             state::value_kind::integer}});
@@ -366,9 +361,9 @@ template <class Adapter>
         }
         proto_arg value{match::attr_value{0.0}};
         if (const auto* v = std::get_if<match::attr_value>(&pad_value)) value = proto_arg{*v};
-        auto padded = make("aten::constant_pad_nd", {first_tensor, proto_arg{std::move(pad_items)}, value},
+        auto padded = make_node("aten::constant_pad_nd", {first_tensor, proto_arg{std::move(pad_items)}, value},
                            std::move(pad_inputs));
-        if (!padded) return failure ? *failure : fail(op_name + ": aten::constant_pad_nd could not be built");
+        if (!padded) return not_built(op_name + ": aten::constant_pad_nd could not be built");
         staged.insert_or_assign(rn.outputs[0], *padded);
         staged_kind[rn.outputs[0]] = state::value_kind::tensor;
         continue;

@@ -115,6 +115,29 @@ TEST_CASE("match builtins: structural and pure built-ins") {
   CHECK_FALSE(s.holds("len(repeat(1, 65)) >= 0"));  // so is a list longer than 64
 }
 
+TEST_CASE("match builtins: imin and imax fit a layer's rank to its site") {
+  site s({T(dtype::f32, {2, 3})}, {T(dtype::f32, {2, 3})});
+  CHECK(s.holds("imin(4, 7) == 4 && imax(4, 7) == 7 && imin(-1, 0) == -1 && imax(-3, -5) == -3"));
+  // The spatial rank of a convolution on a rank-2 edge lifted to [N, C, 1]: one dim.
+  CHECK(s.holds("repeat(1, imin(imax(rank(%x), 3), 5) - 2) == [1]"));
+  CHECK(s.holds("dim(%x, imin(rank(%x), 2) - 1) == 3"));
+}
+
+TEST_CASE("match builtins: scalar reads the one value of a uniform tensor") {
+  auto c = T(dtype::f32, {});
+  c.numbers.min = c.numbers.max = 0.25;
+  auto u = T(dtype::f32, {3, 1});
+  u.numbers.min = -1;
+  u.numbers.max = 2;
+  site s({c}, {u});
+  CHECK(s.holds("scalar(%x) == 0.25 && scalar(%x) * 4 == 1"));
+  CHECK_FALSE(s.holds("scalar(%w) < 100"));  // elements differ: no one value
+  auto k = T(dtype::i64, {});
+  k.numbers.min = k.numbers.max = 4;
+  site t({k}, {k});
+  CHECK(t.holds("scalar(%x) == 4 && scalar(%x) + scalar(%w) == 8"));
+}
+
 TEST_CASE("match builtins: a constraint must hold on every profiling run") {
   auto r0 = T(dtype::f32, {2, 3});
   auto r1 = T(dtype::f32, {2, 3});

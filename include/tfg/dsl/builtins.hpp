@@ -57,7 +57,7 @@ inline constexpr type t_ints{type_kind::integer, true};
 
 /// Every built-in function. A constraint "holds" only if it holds for every profiling record
 /// (input x device) that F keeps for the edges it mentions.
-inline constexpr std::array<builtin_info, 42> builtins{{
+inline constexpr std::array<builtin_info, 45> builtins{{
     {"rank", 1, {sig::tensor}, detail::t_int, builtin_use::state, "rank(v) -> int", "number of dimensions"},
     {"shape", 1, {sig::tensor}, detail::t_ints, builtin_use::state, "shape(v) -> ints", "sizes of all dimensions"},
     {"dim", 2, {sig::tensor, sig::integer}, detail::t_int, builtin_use::state, "dim(v, i) -> int", "size of dimension i (negative i counts from the end)"},
@@ -79,6 +79,9 @@ inline constexpr std::array<builtin_info, 42> builtins{{
     {"max", 1, {sig::tensor}, detail::t_float, builtin_use::state, "max(v) -> float", "largest element"},
     {"mean", 1, {sig::tensor}, detail::t_float, builtin_use::state, "mean(v) -> float", "mean of the elements"},
     {"max_abs", 1, {sig::tensor}, detail::t_float, builtin_use::state, "max_abs(v) -> float", "largest absolute value"},
+    // Checked as a float (a Scalar argument, arithmetic, comparisons); an int at run time for
+    // an integer or bool tensor, so `aten::mul(%x, scalar(%c))` keeps an integer x integer.
+    {"scalar", 1, {sig::tensor}, detail::t_float, builtin_use::state, "scalar(v) -> number", "the one value of a tensor whose elements are all equal (a 0-dim tensor, a uniform constant): an int for an integer or bool dtype, a float otherwise; fails when they differ"},
     {"zeros", 1, {sig::tensor}, detail::t_int, builtin_use::state, "zeros(v) -> int", "number of elements equal to zero"},
     {"equal_values", 2, {sig::tensor, sig::tensor}, detail::t_bool, builtin_use::state, "equal_values(a, b) -> bool", "same shape and element-wise equal values (content hash, then exact compare)"},
     {"requires_grad", 1, {sig::tensor}, detail::t_bool, builtin_use::state, "requires_grad(v) -> bool", "the tensor requires grad"},
@@ -94,6 +97,8 @@ inline constexpr std::array<builtin_info, 42> builtins{{
     {"len", 1, {sig::any_list}, detail::t_int, builtin_use::pure, "len(list) -> int", "number of list elements"},
     {"prod", 1, {sig::ints}, detail::t_int, builtin_use::pure, "prod(ints) -> int", "product of the elements (1 for [])"},
     {"repeat", 2, {sig::integer, sig::integer}, detail::t_ints, builtin_use::pure, "repeat(x, n) -> ints", "the list of n copies of x ([] for n = 0; at most 64)"},
+    {"imin", 2, {sig::integer, sig::integer}, detail::t_int, builtin_use::pure, "imin(a, b) -> int", "the smaller of two ints"},
+    {"imax", 2, {sig::integer, sig::integer}, detail::t_int, builtin_use::pure, "imax(a, b) -> int", "the larger of two ints"},
     {"abs", 1, {sig::number}, detail::t_float, builtin_use::pure, "abs(x) -> float", "absolute value"},
     {"pow2", 1, {sig::integer}, detail::t_float, builtin_use::pure, "pow2(k) -> float", "2 to the power k"},
     {"dtype_max", 1, {sig::dtype}, detail::t_float, builtin_use::pure, "dtype_max(t) -> float", "largest finite value of dtype t"},

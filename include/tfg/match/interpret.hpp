@@ -261,6 +261,12 @@ val call_builtin(bfn fn, std::span<const val> a, env<A> const& E, std::size_t ru
     case bfn::max: { auto const* t = st(0); return t ? val::floating(t->numbers.max) : val::fault(); }
     case bfn::mean: { auto const* t = st(0); return t ? val::floating(t->numbers.mean) : val::fault(); }
     case bfn::max_abs: { auto const* t = st(0); return t ? val::floating(t->numbers.max_abs()) : val::fault(); }
+    case bfn::scalar: {
+      auto const* t = st(0);
+      if (!t || !t->type_known || t->numel <= 0 || !(t->numbers.min == t->numbers.max)) return val::fault();
+      if (state::is_floating(t->type)) return val::floating(t->numbers.max);
+      return val::integer(static_cast<std::int64_t>(std::llround(t->numbers.max)));
+    }
     case bfn::zeros: { auto const* t = st(0); return t ? val::integer(static_cast<std::int64_t>(t->numbers.zero_count)) : val::fault(); }
     case bfn::equal_values: {
       auto const *x = st(0), *y = st(1);
@@ -345,6 +351,10 @@ val call_builtin(bfn fn, std::span<const val> a, env<A> const& E, std::size_t ru
       for (std::int64_t k = 0; k < a[1].i; ++k) s.push_back(val::integer(a[0].i));
       return v;
     }
+    case bfn::imin:
+    case bfn::imax:
+      if (a[0].k != vk::integer || a[1].k != vk::integer) return val::fault();
+      return val::integer(fn == bfn::imin ? std::min(a[0].i, a[1].i) : std::max(a[0].i, a[1].i));
     case bfn::abs: return numeric(a[0]) ? val::floating(std::fabs(as_double(a[0]))) : val::fault();
     case bfn::pow2: return a[0].k == vk::integer ? val::floating(std::ldexp(1.0, static_cast<int>(a[0].i))) : val::fault();
     case bfn::dtype_max: return a[0].k == vk::dtype ? val::floating(dtype_max_of(static_cast<state::dtype>(a[0].i))) : val::fault();

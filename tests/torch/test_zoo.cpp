@@ -139,6 +139,54 @@ TEST_CASE("zoo: a convolution stride change keeps its shape revert on yolov10's 
   CHECK(legal_where_sizes_differ == std::min<std::size_t>(sizes_differ, 6));
 }
 
+// The convolution insertions fit a layer to edges of any rank with views (atleast_3d, flatten,
+// reshape_as): on rt_detr, feature vectors and rank-6 window partitions are candidates, and
+// their mutants pass the checks before execution and run legally on every profiling input.
+TEST_CASE("zoo: a convolution inserted on rt_detr's rank-2 and rank-6 edges is legal") {
+  const char* env = std::getenv("TFG_ZOO_DIR");
+  REQUIRE_MESSAGE(env, "TFG_ZOO_DIR is not set (run through ctest or make test)");
+  const auto path = fs::path(env) / "rt_detr.pt";
+  REQUIRE(fs::exists(path));
+  auto m = tt::torchscript_importer().load(path.string());
+  auto inputs = tt::load_inputs(tt::inputs_path_for(path.string()));
+  auto prof = tt::profiler().run(m, inputs);
+  namespace tm = tfg::match;
+  tm::symbol_table symbols;
+  auto ctx = std::make_shared<tt::extern_context>();
+  const fs::path ops(TFG_SOURCE_DIR);
+  auto pool = tm::load_pool({ops / "operators/requirements", ops / "operators/subgraph/insert_conv_layer.tfg"}, symbols,
+                            tt::torch_externs(ctx));
+  for (const auto& d : pool.diagnostics) MESSAGE(d);
+  REQUIRE(pool.ok());
+  tt::torch_match_adapter a(m, prof, symbols);
+  *ctx = {&m, &prof};
+  tm::workspace ws;
+  auto set = tm::construct(a, std::span<const tm::compiled_operator>(pool.operators), {.seed = 1});
+  std::size_t low = 0, high = 0, legal = 0;
+  for (const auto& c : set.candidates) {
+    const auto& runs = prof.edges[graph::index(c.anchor)].runs;
+    if (runs.empty()) continue;
+    const auto rank = runs[0].shape.size();
+    if (rank <= 2 && low < 3) ++low;
+    else if (rank > 5 && high < 3) ++high;
+    else continue;
+    CAPTURE(rank);
+    const auto& op = pool.operators[c.op];
+    const auto b = set.bound(c);
+    auto made = tt::instantiate(m, a, op, b, symbols, ws, &inputs);
+    REQUIRE_MESSAGE(std::holds_alternative<tt::mutant>(made), std::get<tt::mutation_failure>(made).message);
+    auto& mu = std::get<tt::mutant>(made);
+    const auto before = tt::static_check(mu, a, op, b, symbols, pool.requirements, ws);
+    const auto probe = tt::check_mutant(mu, a, op, b, symbols, pool.requirements, inputs, ws);
+    CHECK_MESSAGE(!before.has_value(), (before ? before->message : ""));
+    CHECK_MESSAGE(!probe.has_value(), (probe ? probe->message : ""));
+    legal += !before && !probe;
+  }
+  CHECK(low == 3);
+  CHECK(high >= 1);
+  CHECK(legal == low + high);
+}
+
 // examples/seeds/README.md maps the paper's 14 seed models (its Table 2) to zoo seeds: every
 // row names a seed that the zoo has.
 TEST_CASE("zoo: the README maps each of the paper's 14 models to a seed of the zoo") {

@@ -41,6 +41,51 @@ std::vector<fs::path> zoo_seeds(const fs::path& dir) {
   return out;
 }
 
+/// A zoo seed imported and profiled on its inputs, with the candidates of one bundled operator
+/// file (plus the requirements) constructed on it; `legal` instantiates a candidate and checks it
+/// before execution and by running it on every profiling input.
+struct operator_on_seed {
+  tt::model m;
+  tt::input_set inputs;
+  tt::profile prof;
+  tfg::match::symbol_table symbols;
+  std::shared_ptr<tt::extern_context> ctx = std::make_shared<tt::extern_context>();
+  tfg::match::pool pool;
+  std::unique_ptr<tt::torch_match_adapter> a;
+  tfg::match::workspace ws;
+  tfg::match::candidate_set set;
+
+  operator_on_seed(const std::string& seed, const std::string& operator_file) {
+    const char* env = std::getenv("TFG_ZOO_DIR");
+    REQUIRE_MESSAGE(env, "TFG_ZOO_DIR is not set (run through ctest or make test)");
+    const auto path = fs::path(env) / seed;
+    REQUIRE(fs::exists(path));
+    m = tt::torchscript_importer().load(path.string());
+    inputs = tt::load_inputs(tt::inputs_path_for(path.string()));
+    prof = tt::profiler().run(m, inputs);
+    const fs::path ops(TFG_SOURCE_DIR);
+    pool = tfg::match::load_pool({ops / "operators/requirements", ops / operator_file}, symbols, tt::torch_externs(ctx));
+    for (const auto& d : pool.diagnostics) MESSAGE(d);
+    REQUIRE(pool.ok());
+    a = std::make_unique<tt::torch_match_adapter>(m, prof, symbols);
+    *ctx = {&m, &prof};
+    set = tfg::match::construct(*a, std::span<const tfg::match::compiled_operator>(pool.operators), {.seed = 1});
+  }
+
+  bool legal(const tfg::match::candidate& c) {
+    const auto& op = pool.operators[c.op];
+    const auto b = set.bound(c);
+    auto made = tt::instantiate(m, *a, op, b, symbols, ws, &inputs);
+    REQUIRE_MESSAGE(std::holds_alternative<tt::mutant>(made), std::get<tt::mutation_failure>(made).message);
+    auto& mu = std::get<tt::mutant>(made);
+    const auto before = tt::static_check(mu, *a, op, b, symbols, pool.requirements, ws);
+    const auto probe = tt::check_mutant(mu, *a, op, b, symbols, pool.requirements, inputs, ws);
+    CHECK_MESSAGE(!before.has_value(), (before ? before->message : ""));
+    CHECK_MESSAGE(!probe.has_value(), (probe ? probe->message : ""));
+    return !before && !probe;
+  }
+};
+
 }  // namespace
 
 TEST_CASE("zoo: every seed imports, runs op by op equal to forward, profiles and round-trips") {
@@ -100,40 +145,13 @@ TEST_CASE("zoo: every seed imports, runs op by op equal to forward, profiles and
 // when the mutant runs: candidates at such convolutions are retained, instantiate, and run
 // legally on every profiling input (before session 32 they were refused).
 TEST_CASE("zoo: a convolution stride change keeps its shape revert on yolov10's two resolutions") {
-  const char* env = std::getenv("TFG_ZOO_DIR");
-  REQUIRE_MESSAGE(env, "TFG_ZOO_DIR is not set (run through ctest or make test)");
-  const auto path = fs::path(env) / "yolov10.pt";
-  REQUIRE(fs::exists(path));
-  auto m = tt::torchscript_importer().load(path.string());
-  auto inputs = tt::load_inputs(tt::inputs_path_for(path.string()));
-  auto prof = tt::profiler().run(m, inputs);
-  namespace tm = tfg::match;
-  tm::symbol_table symbols;
-  auto ctx = std::make_shared<tt::extern_context>();
-  const fs::path ops(TFG_SOURCE_DIR);
-  auto pool = tm::load_pool({ops / "operators/requirements", ops / "operators/relation/change_conv_stride_with_revert.tfg"},
-                            symbols, tt::torch_externs(ctx));
-  for (const auto& d : pool.diagnostics) MESSAGE(d);
-  REQUIRE(pool.ok());
-  tt::torch_match_adapter a(m, prof, symbols);
-  *ctx = {&m, &prof};
-  tm::workspace ws;
-  auto set = tm::construct(a, std::span<const tm::compiled_operator>(pool.operators), {.seed = 1});
+  operator_on_seed z("yolov10.pt", "operators/relation/change_conv_stride_with_revert.tfg");
   std::size_t sizes_differ = 0, legal_where_sizes_differ = 0;
-  for (const auto& c : set.candidates) {
-    const auto& runs = prof.edges[graph::index(c.anchor)].runs;
+  for (const auto& c : z.set.candidates) {
+    const auto& runs = z.prof.edges[graph::index(c.anchor)].runs;
     if (runs.size() < 3 || runs[0].shape == runs.back().shape) continue;
     if (++sizes_differ > 6) break;  // a handful is enough; each probe runs the detector
-    const auto& op = pool.operators[c.op];
-    const auto b = set.bound(c);
-    auto made = tt::instantiate(m, a, op, b, symbols, ws, &inputs);
-    REQUIRE_MESSAGE(std::holds_alternative<tt::mutant>(made), std::get<tt::mutation_failure>(made).message);
-    auto& mu = std::get<tt::mutant>(made);
-    const auto before = tt::static_check(mu, a, op, b, symbols, pool.requirements, ws);
-    const auto probe = tt::check_mutant(mu, a, op, b, symbols, pool.requirements, inputs, ws);
-    CHECK_MESSAGE(!before.has_value(), (before ? before->message : ""));
-    CHECK_MESSAGE(!probe.has_value(), (probe ? probe->message : ""));
-    legal_where_sizes_differ += !before && !probe;
+    legal_where_sizes_differ += z.legal(c);
   }
   CHECK(sizes_differ >= 3);
   CHECK(legal_where_sizes_differ == std::min<std::size_t>(sizes_differ, 6));
@@ -143,44 +161,17 @@ TEST_CASE("zoo: a convolution stride change keeps its shape revert on yolov10's 
 // reshape_as): on rt_detr, feature vectors and rank-6 window partitions are candidates, and
 // their mutants pass the checks before execution and run legally on every profiling input.
 TEST_CASE("zoo: a convolution inserted on rt_detr's rank-2 and rank-6 edges is legal") {
-  const char* env = std::getenv("TFG_ZOO_DIR");
-  REQUIRE_MESSAGE(env, "TFG_ZOO_DIR is not set (run through ctest or make test)");
-  const auto path = fs::path(env) / "rt_detr.pt";
-  REQUIRE(fs::exists(path));
-  auto m = tt::torchscript_importer().load(path.string());
-  auto inputs = tt::load_inputs(tt::inputs_path_for(path.string()));
-  auto prof = tt::profiler().run(m, inputs);
-  namespace tm = tfg::match;
-  tm::symbol_table symbols;
-  auto ctx = std::make_shared<tt::extern_context>();
-  const fs::path ops(TFG_SOURCE_DIR);
-  auto pool = tm::load_pool({ops / "operators/requirements", ops / "operators/subgraph/insert_conv_layer.tfg"}, symbols,
-                            tt::torch_externs(ctx));
-  for (const auto& d : pool.diagnostics) MESSAGE(d);
-  REQUIRE(pool.ok());
-  tt::torch_match_adapter a(m, prof, symbols);
-  *ctx = {&m, &prof};
-  tm::workspace ws;
-  auto set = tm::construct(a, std::span<const tm::compiled_operator>(pool.operators), {.seed = 1});
+  operator_on_seed z("rt_detr.pt", "operators/subgraph/insert_conv_layer.tfg");
   std::size_t low = 0, high = 0, legal = 0;
-  for (const auto& c : set.candidates) {
-    const auto& runs = prof.edges[graph::index(c.anchor)].runs;
+  for (const auto& c : z.set.candidates) {
+    const auto& runs = z.prof.edges[graph::index(c.anchor)].runs;
     if (runs.empty()) continue;
     const auto rank = runs[0].shape.size();
     if (rank <= 2 && low < 3) ++low;
     else if (rank > 5 && high < 3) ++high;
     else continue;
     CAPTURE(rank);
-    const auto& op = pool.operators[c.op];
-    const auto b = set.bound(c);
-    auto made = tt::instantiate(m, a, op, b, symbols, ws, &inputs);
-    REQUIRE_MESSAGE(std::holds_alternative<tt::mutant>(made), std::get<tt::mutation_failure>(made).message);
-    auto& mu = std::get<tt::mutant>(made);
-    const auto before = tt::static_check(mu, a, op, b, symbols, pool.requirements, ws);
-    const auto probe = tt::check_mutant(mu, a, op, b, symbols, pool.requirements, inputs, ws);
-    CHECK_MESSAGE(!before.has_value(), (before ? before->message : ""));
-    CHECK_MESSAGE(!probe.has_value(), (probe ? probe->message : ""));
-    legal += !before && !probe;
+    legal += z.legal(c);
   }
   CHECK(low == 3);
   CHECK(high >= 1);

@@ -123,6 +123,16 @@ TEST_CASE("match builtins: imin and imax fit a layer's rank to its site") {
   CHECK(s.holds("dim(%x, imin(rank(%x), 2) - 1) == 3"));
 }
 
+TEST_CASE("match builtins: ipow is a kernel's volume, and fails where an int cannot hold it") {
+  site s({T(dtype::f32, {2, 3, 4, 5})}, {T(dtype::f32, {2, 3})});
+  CHECK(s.holds("ipow(3, 2) == 9 && ipow(5, 0) == 1 && ipow(-2, 3) == -8 && ipow(0, 0) == 1 && ipow(0, 5) == 0"));
+  // The same as the product of a repeated list (the form it replaces in the conv operators).
+  CHECK(s.holds("ipow(5, rank(%x) - 2) == prod(repeat(5, rank(%x) - 2))"));
+  CHECK(s.holds("ipow(2, 62) > 0"));
+  CHECK_FALSE(s.holds("ipow(2, 63) != 0"));  // beyond 2^62: a fault, which holds for nothing
+  CHECK_FALSE(s.holds("ipow(2, -1) == 0"));
+}
+
 TEST_CASE("match builtins: scalar reads the one value of a uniform tensor") {
   auto c = T(dtype::f32, {});
   c.numbers.min = c.numbers.max = 0.25;

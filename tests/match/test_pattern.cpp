@@ -303,6 +303,61 @@ TEST_CASE("match: a range bound read from the site holds on every record, and an
   CHECK(match::evaluate(r0.operators.at(0), m, v, b, rng, ws) == match::reject_stage::accepted);
 }
 
+TEST_CASE("match: a parameter derived from the site is one value, the same on every record, never redrawn") {
+  match::symbol_table syms;
+  mock_adapter m{syms};
+  // %x: rank 3 on both records (sizes differ); %u: rank 3 on one record, rank 4 on the other.
+  auto const x = m.add_input(std::vector{T(dtype::f32, {2, 5, 7}), T(dtype::f32, {2, 6, 7})});
+  auto const u = m.add_input(std::vector{T(dtype::f32, {2, 5, 7}), T(dtype::f32, {2, 5, 7, 9})});
+  auto const y = m.add_node("aten::relu", {mock_adapter::edge(x)}, std::vector{T(dtype::f32, {2, 5, 7}), T(dtype::f32, {2, 6, 7})});
+  auto const v = m.add_node("aten::relu", {mock_adapter::edge(u)}, std::vector{T(dtype::f32, {2, 5, 7}), T(dtype::f32, {2, 5, 7, 9})});
+  m.add_output(y);
+  m.add_output(v);
+  // $nd: 2 on %y (rank 3, the same on both records); $k: sampled in [1, 4], accepted when
+  // $k <= $nd.
+  auto const r = compile_text(
+      op_text("anchor %y",
+              "param $nd : int = imin(imax(rank(%x), 3), 5) - 1\n"
+              "param $k : int in [1, 4]\n"
+              "pattern { %y = aten::relu(%x) }\n"
+              "require input { $k <= $nd }\n"
+              "replace { %z = aten::mul(%y, ipow($k, $nd)) rewire consumers(%y) -> %z }"),
+      syms);
+  REQUIRE(r.operators.size() == 1);
+  auto const& op = r.operators.at(0);
+  CHECK(op.params[0].derived);
+  CHECK(op.params[0].computed_bounds());
+  CHECK(op.params[0].lo_expr == op.params[0].hi_expr);
+  CHECK(op.input.at(0).reads_sampled);  // reads $k
+  match::workspace ws;
+  std::mt19937_64 rng(5);
+  match::bindings b;
+  std::set<std::int64_t> ks;
+  for (int i = 0; i < 200; ++i) {
+    auto const st = match::evaluate(op, m, y, b, rng, ws);
+    CHECK(std::get<std::int64_t>(b.params[0]) == 2);
+    if (st == match::reject_stage::accepted) ks.insert(std::get<std::int64_t>(b.params[1]));
+    else CHECK(st == match::reject_stage::input);
+  }
+  CHECK(ks == std::set<std::int64_t>{1, 2});
+  // The records of %u disagree (rank 3 and 4): the site is rejected at the input stage.
+  for (int i = 0; i < 20; ++i) CHECK(match::evaluate(op, m, v, b, rng, ws) == match::reject_stage::input);
+  // Replayed: the derived value must be the site's.
+  REQUIRE(match::match_pattern(op, m, y, b, ws));
+  b.params[0] = std::int64_t{3};
+  b.params[1] = std::int64_t{1};
+  CHECK(match::check_constraints(op, m, b, ws) == match::reject_stage::input);
+  b.params[0] = std::int64_t{2};
+  CHECK(match::check_constraints(op, m, b, ws) == match::reject_stage::accepted);
+
+  // An operator whose only non-matched parameter is derived is not sampled (one check).
+  auto const r1 = compile_text(
+      op_text("anchor %y", "param $nd : int = rank(%y) - 1\npattern { %y = aten::relu(%x) }\n"
+                           "replace { %z = aten::mul(%y, $nd) rewire consumers(%y) -> %z }"),
+      syms);
+  CHECK_FALSE(r1.operators.at(0).sampled_params);
+}
+
 TEST_CASE("match: construct's per-summary prefilter counts and visits exactly as the per-pair one") {
   chain c;
   auto const views = c.m.add_node("aten::view", {mock_adapter::edge(c.g), mock_adapter::constant(std::vector<std::int64_t>{6})},

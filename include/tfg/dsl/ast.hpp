@@ -185,6 +185,9 @@ struct param_decl {
   std::optional<symbol> type_name;
   domain_kind domain = domain_kind::none;
   std::vector<expr> domain_values;  ///< range: {lo, hi}; set: the members
+  /// Declared `param $n : int = e` (a value derived from the site): a range whose two
+  /// bounds are `e` (domain_values holds it twice).
+  bool derived = false;
   std::string doc;                  ///< `///` lines directly above
   source_loc loc;
   type resolved;  ///< filled by check()

@@ -57,7 +57,7 @@ inline constexpr type t_ints{type_kind::integer, true};
 
 /// Every built-in function. A constraint "holds" only if it holds for every profiling record
 /// (input x device) that F keeps for the edges it mentions.
-inline constexpr std::array<builtin_info, 45> builtins{{
+inline constexpr std::array<builtin_info, 46> builtins{{
     {"rank", 1, {sig::tensor}, detail::t_int, builtin_use::state, "rank(v) -> int", "number of dimensions"},
     {"shape", 1, {sig::tensor}, detail::t_ints, builtin_use::state, "shape(v) -> ints", "sizes of all dimensions"},
     {"dim", 2, {sig::tensor, sig::integer}, detail::t_int, builtin_use::state, "dim(v, i) -> int", "size of dimension i (negative i counts from the end)"},
@@ -99,6 +99,7 @@ inline constexpr std::array<builtin_info, 45> builtins{{
     {"repeat", 2, {sig::integer, sig::integer}, detail::t_ints, builtin_use::pure, "repeat(x, n) -> ints", "the list of n copies of x ([] for n = 0; at most 64)"},
     {"imin", 2, {sig::integer, sig::integer}, detail::t_int, builtin_use::pure, "imin(a, b) -> int", "the smaller of two ints"},
     {"imax", 2, {sig::integer, sig::integer}, detail::t_int, builtin_use::pure, "imax(a, b) -> int", "the larger of two ints"},
+    {"ipow", 2, {sig::integer, sig::integer}, detail::t_int, builtin_use::pure, "ipow(b, e) -> int", "b to the power e (fails for e < 0 or beyond 2^62 in magnitude)"},
     {"abs", 1, {sig::number}, detail::t_float, builtin_use::pure, "abs(x) -> float", "absolute value"},
     {"pow2", 1, {sig::integer}, detail::t_float, builtin_use::pure, "pow2(k) -> float", "2 to the power k"},
     {"dtype_max", 1, {sig::dtype}, detail::t_float, builtin_use::pure, "dtype_max(t) -> float", "largest finite value of dtype t"},

@@ -47,6 +47,10 @@ struct compiled_param {
   /// ignored and the bounds are evaluated on the candidate's pattern values and matched
   /// parameters, on every profiling record (the range is the intersection over records).
   std::shared_ptr<const program> lo_expr, hi_expr;
+  /// `param $n : int = e`: one value derived from the site (`lo_expr == hi_expr`), the same
+  /// on every record. Not sampled: no redraw changes it, so conditions that read it are
+  /// decided once per candidate.
+  bool derived = false;
   [[nodiscard]] bool computed_bounds() const noexcept { return lo_expr || hi_expr; }
 };
 
@@ -164,6 +168,10 @@ struct compiled_operator {
   /// parameter, so whether it is the same on every record (`same_on_every_run`) can change
   /// with a redraw.
   bool replacement_reads_sampled = false;
+  /// Something in the replacement may differ between profiling records: an expression that
+  /// reads state, or a `tfg::reshape_like` (which bakes a shape). False: `same_on_every_run`
+  /// holds without looking.
+  bool replacement_reads_state = false;
 
   prefilter pre;
   std::vector<pattern_node> pattern;    ///< nodes; empty: the anchor edge alone
@@ -269,6 +277,7 @@ class compiler {
       cp.name = p.name.text;
       cp.type = p.resolved;
       cp.domain = p.domain;
+      cp.derived = p.derived;
       if (p.domain == dsl::domain_kind::range && p.domain_values.size() == 2) {
         // Computed bounds are compiled below, once the pattern values have slots.
         if (dsl::is_number_literal(p.domain_values[0])) cp.lo = literal_attr(p.domain_values[0], p.resolved.kind);
@@ -314,7 +323,8 @@ class compiler {
           std::all_of(p.domain_values.begin(), p.domain_values.end(), dsl::is_number_literal))
         continue;
       c.params[i].lo_expr = std::make_shared<const program>(compile_expr(p.domain_values[0]));
-      c.params[i].hi_expr = std::make_shared<const program>(compile_expr(p.domain_values[1]));
+      c.params[i].hi_expr = p.derived ? c.params[i].lo_expr
+                                      : std::make_shared<const program>(compile_expr(p.domain_values[1]));
     }
     if (op.require_input)
       for (auto const& e : op.require_input->conditions) c.input.push_back(compile_expr(e));
@@ -324,12 +334,14 @@ class compiler {
       for (auto const& e : op.require_output->conditions) c.output.push_back(compile_expr(e));
     build_prefilter(op, c);
     for (auto const& p : c.params)
-      c.sampled_params = c.sampled_params || (!p.bound_by_match && p.domain != dsl::domain_kind::none);
+      c.sampled_params = c.sampled_params || (!p.bound_by_match && !p.derived && p.domain != dsl::domain_kind::none);
     // Which constraints and replacement expressions a redraw of the sampled parameters can
     // change (evaluate_constraints re-evaluates only those per draw).
     auto const program_reads_sampled = [&](program const& p) {
       for (auto const& n : p.nodes)
-        if (n.op == pop::param && n.slot < c.params.size() && !c.params[n.slot].bound_by_match) return true;
+        if (n.op == pop::param && n.slot < c.params.size() && !c.params[n.slot].bound_by_match &&
+            !c.params[n.slot].derived)
+          return true;
       return false;
     };
     for (auto* progs : {&c.input, &c.internal, &c.output})
@@ -340,6 +352,14 @@ class compiler {
     for (auto const& rw : c.replacement.rewires)
       if (rw.which && rw.which->k == template_arg::kind::expr && rw.which->expr && program_reads_sampled(*rw.which->expr))
         c.replacement_reads_sampled = true;
+    for (auto const& rn : c.replacement.nodes) {
+      if (rn.helper && rn.op == "tfg::reshape_like") c.replacement_reads_state = true;
+      for (auto const& t : rn.args)
+        if (t.k == template_arg::kind::expr && t.expr && t.expr->reads_state) c.replacement_reads_state = true;
+    }
+    for (auto const& rw : c.replacement.rewires)
+      if (rw.which && rw.which->k == template_arg::kind::expr && rw.which->expr && rw.which->expr->reads_state)
+        c.replacement_reads_state = true;
     op_ = nullptr;
     return c;
   }

@@ -43,6 +43,7 @@ struct workspace {
     std::size_t slot;
     double lo, hi;
     bool integer;
+    bool derived = false;  ///< one value (lo == hi), set without a draw
   };
   std::vector<site_range> ranges;
   std::uint64_t type_faults = 0;  ///< run-time type mismatches seen (requirements, `$p`)
@@ -355,6 +356,16 @@ val call_builtin(bfn fn, std::span<const val> a, env<A> const& E, std::size_t ru
     case bfn::imax:
       if (a[0].k != vk::integer || a[1].k != vk::integer) return val::fault();
       return val::integer(fn == bfn::imin ? std::min(a[0].i, a[1].i) : std::max(a[0].i, a[1].i));
+    case bfn::ipow: {
+      if (a[0].k != vk::integer || a[1].k != vk::integer || a[1].i < 0 || a[0].i == INT64_MIN) return val::fault();
+      std::int64_t r = 1;
+      for (std::int64_t k = 0; k < a[1].i; ++k) {
+        if (r != 0 && std::abs(a[0].i) > (std::int64_t{1} << 62) / std::abs(r)) return val::fault();
+        r *= a[0].i;
+        if (r == 0) break;
+      }
+      return val::integer(r);
+    }
     case bfn::abs: return numeric(a[0]) ? val::floating(std::fabs(as_double(a[0]))) : val::fault();
     case bfn::pow2: return a[0].k == vk::integer ? val::floating(std::ldexp(1.0, static_cast<int>(a[0].i))) : val::fault();
     case bfn::dtype_max: return a[0].k == vk::dtype ? val::floating(dtype_max_of(static_cast<state::dtype>(a[0].i))) : val::fault();

@@ -321,8 +321,11 @@ namespace detail {
 /// One computed bound of a parameter (dsl/spec.md section 6) on every profiling record: the
 /// largest lower bound (`lower`) or the smallest upper bound over the records, so that a value
 /// inside holds for every record. False when a record's bound is a fault or not a number.
+/// With `both` (a derived parameter's one expression), `out` gets the largest value and
+/// `other` the smallest, in one pass.
 template <match_adapter A>
-[[nodiscard]] bool computed_bound(program const& p, env<A> const& E, workspace& ws, bool lower, double& out) {
+[[nodiscard]] bool computed_bound(program const& p, env<A> const& E, workspace& ws, bool lower, double& out,
+                                  double* other = nullptr) {
   std::size_t runs = 1;
   if (p.reads_state) {
     runs = run_count(p, E);
@@ -337,6 +340,7 @@ template <match_adapter A>
     else if (v.k == vk::floating) x = v.f;
     else return false;
     out = r == 0 ? x : (lower ? std::max(out, x) : std::min(out, x));
+    if (other) *other = r == 0 ? x : std::min(*other, x);
   }
   return true;
 }
@@ -345,7 +349,11 @@ template <match_adapter A>
 template <match_adapter A>
 [[nodiscard]] bool computed_range(compiled_param const& p, env<A> const& E, workspace& ws, double& lo, double& hi) {
   if (!p.lo_expr || !p.hi_expr) return false;
-  if (!computed_bound(*p.lo_expr, E, ws, true, lo) || !computed_bound(*p.hi_expr, E, ws, false, hi)) return false;
+  if (p.derived) {  // one expression: [largest, smallest] over the records, empty unless all agree
+    if (!computed_bound(*p.lo_expr, E, ws, true, lo, &hi)) return false;
+  } else if (!computed_bound(*p.lo_expr, E, ws, true, lo) || !computed_bound(*p.hi_expr, E, ws, false, hi)) {
+    return false;
+  }
   if (p.type.kind == dsl::type_kind::integer) lo = std::ceil(lo), hi = std::floor(hi);
   return lo <= hi;
 }
@@ -386,7 +394,7 @@ bool site_ranges(compiled_operator const& op, env<A> const& E, bindings& b, work
       all = false;
       continue;
     }
-    ws.ranges.push_back({i, lo, hi, p.type.kind == dsl::type_kind::integer});
+    ws.ranges.push_back({i, lo, hi, p.type.kind == dsl::type_kind::integer, p.derived});
   }
   return all;
 }
@@ -394,7 +402,10 @@ bool site_ranges(compiled_operator const& op, env<A> const& E, bindings& b, work
 template <class URBG>
 void draw_site_params(workspace const& ws, bindings& b, URBG& rng) {
   for (auto const& r : ws.ranges) {
-    if (r.integer) {
+    if (r.derived) {
+      if (r.integer) b.params[r.slot] = static_cast<std::int64_t>(r.lo);
+      else b.params[r.slot] = r.lo;
+    } else if (r.integer) {
       std::uniform_int_distribution<std::int64_t> d(static_cast<std::int64_t>(r.lo), static_cast<std::int64_t>(r.hi));
       b.params[r.slot] = d(rng);
     } else {
@@ -492,7 +503,7 @@ struct param_grid {
   std::uint64_t combos = 1;
   for (std::size_t i = 0; i < op.params.size(); ++i) {
     auto const& p = op.params[i];
-    if (p.bound_by_match) continue;
+    if (p.bound_by_match || p.derived) continue;  // derived: the same on every draw
     std::uint64_t k = 0;
     if (p.computed_bounds()) {
       k = 0;
@@ -704,6 +715,7 @@ template <match_adapter A>
 /// which the backend decides on inferred shapes before execution (dsl/spec.md section 15).
 template <match_adapter A>
 [[nodiscard]] bool same_on_every_run(compiled_operator const& op, A const& a, bindings const& b, workspace& ws) {
+  if (!op.replacement_reads_state) return true;
   auto const E = make_env(op, a, b);
   auto invariant = [&](program const& p) {
     if (!p.reads_state) return true;

@@ -103,7 +103,7 @@ enum class bfn : std::uint8_t {
   rank, shape, dim, numel, dtype, is_floating, device, layout, contiguous, channels_last, strides,
   storage_offset, aliased, same_storage, finite, has_nan, has_inf, min, max, mean, max_abs, scalar, zeros,
   equal_values, requires_grad, broadcastable, any_record, uses, consumers, op, is_input, is_output, same_args, is_none,
-  len, prod, repeat, imin, imax, abs, pow2, dtype_max, dtype_tiny, count, nodes,
+  len, prod, repeat, imin, imax, ipow, abs, pow2, dtype_max, dtype_tiny, count, nodes,
 };
 static_assert(dsl::builtins.size() == static_cast<std::size_t>(bfn::nodes) + 1);
 static_assert(dsl::builtins[static_cast<std::size_t>(bfn::is_none)].name == "is_none");
@@ -194,7 +194,7 @@ struct conjunct {
     case bfn::rank: case bfn::shape: case bfn::dim: case bfn::numel: case bfn::dtype: case bfn::is_floating:
     case bfn::device: case bfn::layout: case bfn::broadcastable: case bfn::any_record: case bfn::uses: case bfn::consumers:
     case bfn::op: case bfn::is_input: case bfn::is_output: case bfn::same_args: case bfn::is_none: case bfn::len: case bfn::prod: case bfn::repeat:
-    case bfn::imin: case bfn::imax:
+    case bfn::imin: case bfn::imax: case bfn::ipow:
     case bfn::abs: case bfn::pow2: case bfn::dtype_max: case bfn::dtype_tiny: return true;
     default: return false;
   }

@@ -188,7 +188,8 @@ inline void  checker::resolve_param(param_decl& p) {
       if (computed) {
         if (!has_declared) {
           error(errc::bad_domain, p.domain_values.front().loc,
-                "a range whose bounds are computed needs a declared type",
+                p.derived ? "a parameter derived from the site needs a declared type"
+                          : "a range whose bounds are computed needs a declared type",
                 {{"write e.g. 'param $" + p.name.text + " : int in [0, rank(%x) - 1]'", std::nullopt}});
           return;
         }
@@ -292,6 +293,14 @@ inline void  checker::check_computed_bounds(operator_decl& op) {
             "parameter '$" + p.name.text + "' is bound by matching; its domain needs literal bounds");
       continue;
     }
+    // A derived parameter's two bounds are one expression: checked (and reported) once.
+    if (p.derived && p.domain_values.size() == 2) p.domain_values.pop_back();
+    struct restore {
+      param_decl& p;
+      ~restore() {
+        if (p.derived && p.domain_values.size() == 1) p.domain_values.push_back(p.domain_values.front());
+      }
+    } const again{p};
     for (auto& v : p.domain_values) {
       if (is_number_literal(v)) continue;
       type const t = check_expr(v, expr_site::require_input);
@@ -308,9 +317,12 @@ inline void  checker::check_computed_bounds(operator_decl& op) {
         for (auto const& a : e.args) self(self, a);
       };
       reads(reads, v);
+      bool const reads_derived =
+          std::any_of(op.params.begin(), op.params.end(), [&](param_decl const& q) { return q.derived && q.name.text == sampled; });
       if (!sampled.empty())
         error(errc::bad_domain, v.loc,
-              "bound of '$" + p.name.text + "' reads '$" + sampled + "', which is sampled, not bound by matching",
+              "bound of '$" + p.name.text + "' reads '$" + sampled + "', which is " +
+                  (reads_derived ? "derived from the site" : "sampled") + ", not bound by matching",
               {{"a bound may read pattern values and parameters the pattern binds", std::nullopt}});
     }
   }

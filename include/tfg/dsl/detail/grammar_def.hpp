@@ -353,7 +353,14 @@ inline auto const param_r_def =
               _val(c).name = std::move(_attr(c));
             })] >
             -(lit(':') > named("type name", sym)[([](auto& c) { _val(c).type_name = std::move(_attr(c)); })]) >
-            -(kw("in") > param_domain)][set_loc];
+            -((kw("in") > param_domain) |
+              ((lit('=') >> !lit('=')) >
+               named("expression", expression)[([](auto& c) {
+                 _val(c).domain = domain_kind::range;
+                 _val(c).derived = true;
+                 _val(c).domain_values.push_back(_attr(c));
+                 _val(c).domain_values.push_back(std::move(_attr(c)));
+               })]))][set_loc];
 
 inline auto const pattern_r_def =
     x3::raw[kw("pattern")[([](auto& c) { _val(c) = pattern_block{}; })] > '{' >

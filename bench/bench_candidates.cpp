@@ -11,12 +11,18 @@
 // TFG_BENCH_DUMP_COUNTS=1 tfg_bench_candidates: instead of benchmarking, prints per operator
 // and graph size the per-stage counts, candidate count and a hash of the candidates'
 // bindings (diff two builds' output to check that a speed change kept the behaviour).
+// TFG_BENCH_OP_COSTS=1 tfg_bench_candidates: the construction time of each operator alone on
+// the 10^4-edge graph, costliest first (=<name>: that operator alone for 5 s, to profile).
+// TFG_BENCH_REPEAT=N tfg_bench_candidates: N constructions of the whole pool on the 10^4-edge
+// graph (for instruction counts under callgrind).
 // BM_load_pool/<which>: parse + check + compile of the operators/ folder (0), of the five
 // reference operators (1), and of the folder replicated 30 times into a temp dir (2).
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -30,6 +36,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <variant>
 #include <vector>
@@ -374,11 +381,74 @@ void dump_counts() {
   }
 }
 
+/// Cost per operator (TFG_BENCH_OP_COSTS=1): for each operator alone, the CPU time of
+/// `construct` over the 10^4-edge graph (best of 5, less the time with no operator), in ns
+/// per edge, and its share of the sum; the costliest first. Tells which operator files to
+/// make cheaper when BM_construct regresses.
+void dump_op_costs() {
+  auto& w = the_world();
+  auto& g = graph_of(10'000);
+  std::span<const match::compiled_operator> all(w.pool.operators);
+  auto best_of = [&](std::span<const match::compiled_operator> ops) {
+    double best = 1e300;
+    for (int r = 0; r < 5; ++r) {
+      auto const t0 = std::chrono::steady_clock::now();
+      auto const set = match::construct(g, ops, {.seed = 1});
+      benchmark::DoNotOptimize(set.candidates.data());
+      best = std::min(best, std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count());
+    }
+    return best;
+  };
+  // TFG_BENCH_OP_COSTS=<name>: construct with that operator alone for about 5 s (for perf).
+  if (std::string_view const only = std::getenv("TFG_BENCH_OP_COSTS"); only != "1") {
+    for (std::size_t i = 0; i < all.size(); ++i)
+      if (all[i].name == only) {
+        auto const t0 = std::chrono::steady_clock::now();
+        while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5)) {
+          auto const set = match::construct(g, all.subspan(i, 1), {.seed = 1});
+          benchmark::DoNotOptimize(set.candidates.data());
+        }
+        return;
+      }
+    std::fprintf(stderr, "no operator %s\n", std::string(only).c_str());
+    return;
+  }
+  double const base = best_of(all.subspan(0, 0));
+  auto const edges = static_cast<double>(g.graph().edge_count());
+  std::vector<std::pair<double, std::size_t>> cost;
+  double sum = 0;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    double const t = std::max(0.0, best_of(all.subspan(i, 1)) - base) / edges;
+    cost.emplace_back(t, i);
+    sum += t;
+  }
+  std::sort(cost.rbegin(), cost.rend());
+  std::printf("%zu operators, %.0f edges, sum %.1f ns per edge (%.1f ns per pair)\n", all.size(), edges, sum,
+              sum / static_cast<double>(all.size()));
+  for (auto const& [t, i] : cost) std::printf("  %-44s %8.1f ns/edge %5.1f%%\n", all[i].name.c_str(), t, 100 * t / sum);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (std::getenv("TFG_BENCH_DUMP_COUNTS")) {
     dump_counts();
+    return 0;
+  }
+  if (char const* n = std::getenv("TFG_BENCH_REPEAT")) {
+    // TFG_BENCH_REPEAT=N: construct with the whole pool on the 10^4-edge graph N times, then
+    // exit: a fixed workload for instruction counts (valgrind --tool=callgrind, N = 1 less
+    // N = 0), which a noisy shared machine does not disturb.
+    auto& w = the_world();
+    auto& g = graph_of(10'000);
+    for (long i = 0, k = std::strtol(n, nullptr, 10); i < k; ++i) {
+      auto const set = match::construct(g, std::span<const match::compiled_operator>(w.pool.operators), {.seed = 1});
+      benchmark::DoNotOptimize(set.candidates.data());
+    }
+    return 0;
+  }
+  if (std::getenv("TFG_BENCH_OP_COSTS")) {
+    dump_op_costs();
     return 0;
   }
   benchmark::Initialize(&argc, argv);

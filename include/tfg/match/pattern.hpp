@@ -321,8 +321,8 @@ namespace detail {
 /// One computed bound of a parameter (dsl/spec.md section 6) on every profiling record: the
 /// largest lower bound (`lower`) or the smallest upper bound over the records, so that a value
 /// inside holds for every record. False when a record's bound is a fault or not a number.
-/// With `both` (a derived parameter's one expression), `out` gets the largest value and
-/// `other` the smallest, in one pass.
+/// With `other` (a derived parameter's one expression), `out` gets the largest value and
+/// `*other` the smallest, in one pass.
 template <match_adapter A>
 [[nodiscard]] bool computed_bound(program const& p, env<A> const& E, workspace& ws, bool lower, double& out,
                                   double* other = nullptr) {

@@ -4,6 +4,7 @@
 #include "tfg/dsl/detail/checker.hpp"
 
 #include <cstdio>
+#include <span>
 
 namespace tfg::dsl::detail {
 
@@ -293,15 +294,10 @@ inline void  checker::check_computed_bounds(operator_decl& op) {
             "parameter '$" + p.name.text + "' is bound by matching; its domain needs literal bounds");
       continue;
     }
-    // A derived parameter's two bounds are one expression: checked (and reported) once.
-    if (p.derived && p.domain_values.size() == 2) p.domain_values.pop_back();
-    struct restore {
-      param_decl& p;
-      ~restore() {
-        if (p.derived && p.domain_values.size() == 1) p.domain_values.push_back(p.domain_values.front());
-      }
-    } const again{p};
-    for (auto& v : p.domain_values) {
+    // A derived parameter's two bounds are one expression: checked (and reported) once, then
+    // the checked expression is its upper bound too.
+    std::span<expr> const bounds(p.domain_values.data(), p.derived ? std::size_t{1} : p.domain_values.size());
+    for (auto& v : bounds) {
       if (is_number_literal(v)) continue;
       type const t = check_expr(v, expr_site::require_input);
       if (t.kind == type_kind::unknown) continue;  // already reported
@@ -317,14 +313,15 @@ inline void  checker::check_computed_bounds(operator_decl& op) {
         for (auto const& a : e.args) self(self, a);
       };
       reads(reads, v);
+      if (sampled.empty()) continue;
       bool const reads_derived =
           std::any_of(op.params.begin(), op.params.end(), [&](param_decl const& q) { return q.derived && q.name.text == sampled; });
-      if (!sampled.empty())
-        error(errc::bad_domain, v.loc,
-              "bound of '$" + p.name.text + "' reads '$" + sampled + "', which is " +
-                  (reads_derived ? "derived from the site" : "sampled") + ", not bound by matching",
-              {{"a bound may read pattern values and parameters the pattern binds", std::nullopt}});
+      error(errc::bad_domain, v.loc,
+            "bound of '$" + p.name.text + "' reads '$" + sampled + "', which is " +
+                (reads_derived ? "derived from the site" : "sampled") + ", not bound by matching",
+            {{"a bound may read pattern values and parameters the pattern binds", std::nullopt}});
     }
+    if (p.derived && p.domain_values.size() == 2) p.domain_values[1] = p.domain_values[0];
   }
 }
 

@@ -12,6 +12,8 @@
 #include <torch/csrc/jit/runtime/operator.h>
 
 #include <algorithm>
+#include <iterator>
+#include <utility>
 #include <map>
 #include <mutex>
 #include <string>
@@ -28,9 +30,10 @@ namespace tfg::torch {
 struct extern_context {
   const model* target = nullptr;
   const profile* prof = nullptr;
-  /// Per profiling run, the sorted storage groups some in-place operator writes; built on first
-  /// use. Assigning a new {target, prof} to the context clears it.
-  mutable std::optional<std::vector<std::vector<std::uint32_t>>> written_groups = {};
+  /// Per profiling run, the storage groups some in-place operator writes, sorted, each with the
+  /// topological index of its last writer; built on first use. Assigning a new {target, prof}
+  /// to the context clears it.
+  mutable std::optional<std::vector<std::vector<std::pair<std::uint32_t, std::size_t>>>> written_groups = {};
 };
 
 namespace detail {
@@ -123,9 +126,10 @@ inline void register_custom_op_namespaces() {
 }
 
 /// The backend's externs:
-///  * `no_inplace_writer(tensor) -> bool`: no in-place operator in the model writes the storage
-///    of the tensor (in the current profiling run), so reading it earlier or later, or through a
-///    copy, sees the same values.
+///  * `no_inplace_writer(tensor) -> bool`: no in-place operator writes the storage of the tensor
+///    (in the current profiling run) after the tensor is produced, so every reader of it, early
+///    or late, directly or through a copy, sees the values it had when it was produced. A write
+///    that runs before the producer (to a base the tensor then views) is already in those values.
 ///  * `device_available(device) -> bool`: this process can run on the device (cpu always;
 ///    cuda when LibTorch has CUDA and sees a GPU), so a mutation never moves data to a device
 ///    the configurations cannot use.
@@ -149,22 +153,36 @@ inline void register_custom_op_namespaces() {
     const auto group = args[0].state->storage_group;
     if (args[0].state->kind != state::value_kind::tensor || args[0].state->storage_nbytes == 0) return match::attr_value{true};
     if (!ctx->written_groups) {  // O(V + in-place writers x runs), once per target
-      std::vector<std::vector<std::uint32_t>> groups(ctx->prof->runs);
+      std::vector<std::vector<std::pair<std::uint32_t, std::size_t>>> groups(ctx->prof->runs);
       for (auto n : g.nodes()) {
         if (!detail::writes_in_place(g.data(n)) || g.inputs(n).empty()) continue;
+        const auto at = g.topological_index(n);
         const auto& wr = ctx->prof->edges[graph::index(g.inputs(n)[0])].runs;
         for (std::size_t r = 0; r < wr.size() && r < groups.size(); ++r)
-          if (wr[r].kind == state::value_kind::tensor) groups[r].push_back(wr[r].storage_group);
+          if (wr[r].kind == state::value_kind::tensor) groups[r].emplace_back(wr[r].storage_group, at);
       }
-      for (auto& v : groups) {
+      for (auto& v : groups) {  // one entry per group: its last writer
         std::sort(v.begin(), v.end());
-        v.erase(std::unique(v.begin(), v.end()), v.end());
+        auto out = v.begin();
+        for (auto it = v.begin(); it != v.end(); ++it) {
+          if (out != v.begin() && std::prev(out)->first == it->first) std::prev(out)->second = it->second;
+          else *out++ = *it;
+        }
+        v.erase(out, v.end());
       }
       ctx->written_groups = std::move(groups);
     }
+    // A write before the tensor is produced is already in its values, whoever reads it later;
+    // only a write at or after its producer (in execution order) is seen by some readers and
+    // not others. A graph input is produced before every node.
+    const auto p = g.producer(e);
     const auto& groups = *ctx->written_groups;
-    if (run < groups.size() && std::binary_search(groups[run].begin(), groups[run].end(), group))
-      return match::attr_value{false};
+    if (run < groups.size()) {
+      const auto& v = groups[run];
+      const auto it = std::lower_bound(v.begin(), v.end(), std::pair<std::uint32_t, std::size_t>{group, 0});
+      if (it != v.end() && it->first == group && (p == graph::no_node || it->second > g.topological_index(p)))
+        return match::attr_value{false};
+    }
     return match::attr_value{true};
   });
   r.add("no_geometry_reader", [ctx](std::span<const match::extern_arg> args) -> std::optional<match::attr_value> {

@@ -133,6 +133,80 @@ TEST_CASE("match builtins: ipow is a kernel's volume, and fails where an int can
   CHECK_FALSE(s.holds("ipow(2, -1) == 0"));
 }
 
+TEST_CASE("match builtins: ipow of 0, 1 and -1 answers any exponent at once") {
+  site s({T(dtype::f32, {2, 3})}, {T(dtype::f32, {2, 3})});
+  CHECK(s.holds("ipow(1, 1000000000000000000) == 1 && ipow(-1, 1000000000000000001) == -1"));
+  CHECK(s.holds("ipow(-1, 1000000000000000000) == 1 && ipow(0, 1000000000000000000) == 0"));
+}
+
+TEST_CASE("match builtins: integer conditions decide as the tree walk does, faults included") {
+  // Integer expressions run as postfix code (mark_fast, program::icodes) or, where no code
+  // was emitted, as eval_int; both must give what the general walk gives, fault for fault.
+  // Each program is evaluated as compiled and with its marks cleared, on sites of rank 0, 1
+  // and 4, on two records whose shapes differ, and with an int parameter that holds a float
+  // (a bail to the walk).
+  std::vector<std::string> const conds = {
+      "rank(%x) == 0 || dim(%x, imin(rank(%x), 2) - 1) * dim(%x, imin(rank(%x), 2) - 1) * ipow(2 * $h + 1, 2) <= 64",
+      "rank(%x) == 0 || numel(%x) % (rank(%x) - 1) == 0",
+      "dim(%x, 3) > 1",
+      "dim(%x, -1) - $h >= -numel(%x)",
+      "ipow(dim(%x, 0), 70) > 0",
+      "imax($h, rank(%x)) * $f > 1",
+      "imin(imax(rank(%x), 3), 5) - 2 == $h",
+      "dim(%w, $h) != dim(%x, $h)",
+      "ipow($h, rank(%w)) > -(numel(%x) - numel(%w))",
+      "any_record(dim(%x, 0) == 3) && rank(%x) + $h > 2",
+  };
+  std::string body = "param $h : int in [-3, 3]\nparam $f : float in [0.5, 1.5]\npattern { %y = aten::add(%x, %w, _) }\n";
+  body += "require input {\n";
+  for (auto const& c : conds) body += "  " + c + "\n";
+  body += "}\nreplace { %c = aten::clone(%x, none) rewire consumers(%x) -> %c }";
+  std::vector<std::vector<state::tensor_state>> sites = {
+      {T(dtype::f32, {})}, {T(dtype::f32, {7})}, {T(dtype::f32, {2, 3, 4, 5})},
+      {T(dtype::f32, {3, 8}), T(dtype::f32, {1, 8, 2})}};
+  int marked = 0, coded = 0, compared = 0;
+  for (auto const& xs : sites) {
+    site s(xs, {T(dtype::f32, {3, 2}), T(dtype::f32, {4, 2})});
+    auto const r = compile_text(op_text("anchor %x", body), s.syms);
+    auto const& op = r.operators[0];
+    REQUIRE(op.input.size() == conds.size());
+    match::workspace ws;
+    match::bindings b;
+    REQUIRE(match::match_pattern(op, s.m, s.x, b, ws));
+    for (std::size_t i = 0; i < conds.size(); ++i) {
+      auto walk = op.input[i];
+      for (auto& n : walk.nodes) {
+        marked += n.fast != match::fast_form::none;
+        coded += n.code_len > 0;
+        n.fast = match::fast_form::none;
+        n.code_len = 0;
+      }
+      for (match::attr_value const& h : {match::attr_value(std::int64_t{-3}), match::attr_value(std::int64_t{0}),
+                                        match::attr_value(std::int64_t{1}), match::attr_value(std::int64_t{3}),
+                                        match::attr_value(1.5)}) {
+        b.params = {h, match::attr_value(0.75)};
+        auto const E = match::make_env(op, s.m, b);
+        for (std::size_t run = 0; run < 2; ++run) {
+          ws.scratch.clear();
+          auto const fast = match::detail::eval_node(op.input[i], op.input[i].root, E, run, ws);
+          ws.scratch.clear();
+          auto const tree = match::detail::eval_tree(walk, walk.root, E, run, ws);
+          INFO(conds[i], " on site ", &xs - sites.data(), ", $h = ", h.index() == 2 ? std::get<std::int64_t>(h) : 99,
+               ", run ", run);
+          REQUIRE(fast.k == tree.k);
+          if (fast.k == match::vk::boolean) CHECK(fast.b == tree.b);
+          if (fast.k == match::vk::integer) CHECK(fast.i == tree.i);
+          CHECK(match::holds(op.input[i], E, ws) == match::holds(walk, E, ws));
+          ++compared;
+        }
+      }
+    }
+  }
+  CHECK(marked > 0);
+  CHECK(coded > 0);
+  CHECK(compared == 4 * 10 * 5 * 2);
+}
+
 TEST_CASE("match builtins: scalar reads the one value of a uniform tensor") {
   auto c = T(dtype::f32, {});
   c.numbers.min = c.numbers.max = 0.25;

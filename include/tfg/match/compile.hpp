@@ -412,6 +412,10 @@ class compiler {
     if (op_)
       for (auto const s : p.slots)
         if (s >= op_->pattern_value_count) p.needs_probe = true;
+    mark_fast(p, [&](std::uint32_t slot) {
+      return op_ && !in_requirement_ && slot < op_->params.size() &&
+             op_->params[slot].type.kind == dsl::type_kind::integer;
+    });
     flatten(p);
     prog_ = nullptr;
     return p;

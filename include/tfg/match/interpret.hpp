@@ -207,6 +207,23 @@ inline bool same_arg(arg_view const& x, arg_view const& y) {
   return false;
 }
 
+/// `ipow(b, e)`: b to the power e; false for e < 0, b = INT64_MIN or a magnitude beyond 2^62.
+/// Bases 0, 1 and -1 take no loop (an exponent of 10^18 is a valid argument).
+inline bool ipow_checked(std::int64_t b, std::int64_t e, std::int64_t& out) {
+  if (e < 0 || b == INT64_MIN) return false;
+  if (b == 0 || b == 1 || b == -1) {
+    out = e == 0 ? 1 : b == -1 ? (e % 2 == 0 ? 1 : -1) : b;
+    return true;
+  }
+  std::int64_t r = 1;
+  for (std::int64_t k = 0; k < e; ++k) {
+    if (std::abs(b) > (std::int64_t{1} << 62) / std::abs(r)) return false;
+    r *= b;
+  }
+  out = r;
+  return true;
+}
+
 template <class A>
 val list_of_ints(std::vector<std::int64_t> const& xs, std::vector<val>& s) {
   val v;
@@ -357,13 +374,8 @@ val call_builtin(bfn fn, std::span<const val> a, env<A> const& E, std::size_t ru
       if (a[0].k != vk::integer || a[1].k != vk::integer) return val::fault();
       return val::integer(fn == bfn::imin ? std::min(a[0].i, a[1].i) : std::max(a[0].i, a[1].i));
     case bfn::ipow: {
-      if (a[0].k != vk::integer || a[1].k != vk::integer || a[1].i < 0 || a[0].i == INT64_MIN) return val::fault();
-      std::int64_t r = 1;
-      for (std::int64_t k = 0; k < a[1].i; ++k) {
-        if (r != 0 && std::abs(a[0].i) > (std::int64_t{1} << 62) / std::abs(r)) return val::fault();
-        r *= a[0].i;
-        if (r == 0) break;
-      }
+      std::int64_t r = 0;
+      if (a[0].k != vk::integer || a[1].k != vk::integer || !ipow_checked(a[0].i, a[1].i, r)) return val::fault();
       return val::integer(r);
     }
     case bfn::abs: return numeric(a[0]) ? val::floating(std::fabs(as_double(a[0]))) : val::fault();
@@ -500,7 +512,228 @@ inline val binary_fast(pop op, val const& x, val const& y, workspace& ws) {
 template <class A>
 val eval_node(program const& p, std::uint32_t idx, env<A> const& E, std::size_t run, workspace& ws);
 template <class A>
+val eval_tree(program const& p, std::uint32_t idx, env<A> const& E, std::size_t run, workspace& ws);
+template <class A>
 std::size_t run_count(program const& p, env<A> const& E);
+
+/// The result of `eval_int`: an integer, a fault, or `bail` (a value at run time is not what
+/// `mark_fast` assumed: the caller evaluates the node with the tree walk instead).
+struct ival {
+  enum class st : std::uint8_t { ok, fault, bail };
+  std::int64_t v = 0;
+  st s = st::ok;
+};
+
+/// A node marked `fast_form::int_expr`, evaluated on int64 in registers: the same integer or
+/// fault as the tree walk (`eval_tree`), whose built-ins and operators it mirrors. Integer
+/// subtrees have no side effects (no scratch lists, no externs), so a bail anywhere can be
+/// answered by walking the whole node again.
+template <class A>
+ival eval_int(program const& p, std::uint32_t idx, env<A> const& E, std::size_t run) {
+  using st = ival::st;
+  pnode const& n = p.nodes[idx];
+  auto tensor_state = [&](std::uint32_t k, state::tensor_state const*& out) -> bool {
+    pnode const& v = p.nodes[p.kids[n.first + k]];
+    if (!E.lists.empty() && v.slot < E.lists.size() && E.lists[v.slot].second != UINT32_MAX) return false;
+    val t;
+    t.k = vk::tensor;
+    t.slot = v.slot;
+    t.e = v.slot < E.values.size() ? E.values[v.slot] : graph::no_edge;
+    out = E.state(t, run);
+    return true;
+  };
+  switch (n.op) {
+    case pop::lit: return {n.lit.i, st::ok};
+    case pop::param: {
+      if (n.slot >= E.params.size()) return {0, st::fault};
+      if (E.param_info && (*E.param_info)[n.slot].type.kind != dsl::type_kind::integer) return {0, st::bail};
+      if (auto const* x = std::get_if<std::int64_t>(&E.params[n.slot])) return {*x, st::ok};
+      return {0, st::bail};
+    }
+    case pop::call: {
+      switch (n.fn) {
+        case bfn::rank:
+        case bfn::numel: {
+          state::tensor_state const* t = nullptr;
+          if (!tensor_state(0, t)) return {0, st::bail};
+          if (!t) return {0, st::fault};
+          return {n.fn == bfn::rank ? static_cast<std::int64_t>(t->rank()) : static_cast<std::int64_t>(t->numel), st::ok};
+        }
+        case bfn::dim: {
+          state::tensor_state const* t = nullptr;
+          if (!tensor_state(0, t)) return {0, st::bail};
+          ival const i = eval_int(p, p.kids[n.first + 1], E, run);
+          if (i.s != st::ok) return i;
+          if (!t) return {0, st::fault};
+          std::int64_t k = i.v;
+          if (k < 0) k += t->rank();
+          if (k < 0 || k >= t->rank()) return {0, st::fault};
+          return {t->shape[static_cast<std::size_t>(k)], st::ok};
+        }
+        case bfn::imin:
+        case bfn::imax:
+        case bfn::ipow: {
+          ival const x = eval_int(p, p.kids[n.first], E, run);
+          if (x.s != st::ok) return x;
+          ival const y = eval_int(p, p.kids[n.first + 1], E, run);
+          if (y.s != st::ok) return y;
+          if (n.fn == bfn::imin) return {std::min(x.v, y.v), st::ok};
+          if (n.fn == bfn::imax) return {std::max(x.v, y.v), st::ok};
+          std::int64_t r = 0;
+          return ipow_checked(x.v, y.v, r) ? ival{r, st::ok} : ival{0, st::fault};
+        }
+        default: return {0, st::bail};
+      }
+    }
+    case pop::neg: {
+      ival const x = eval_int(p, n.a, E, run);
+      return x.s == st::ok ? ival{-x.v, st::ok} : x;
+    }
+    case pop::add:
+    case pop::sub:
+    case pop::mul:
+    case pop::mod: {
+      // The walk evaluates both sides before it looks at either; sides have no side
+      // effects, so stopping at a faulted left side gives the same fault, unless the right
+      // side would bail (then the walk decides: it faults too).
+      ival const x = eval_int(p, n.a, E, run);
+      if (x.s == st::bail) return x;
+      ival const y = eval_int(p, n.b, E, run);
+      if (y.s == st::bail) return y;
+      if (x.s == st::fault || y.s == st::fault) return {0, st::fault};
+      switch (n.op) {
+        case pop::add: return {x.v + y.v, st::ok};
+        case pop::sub: return {x.v - y.v, st::ok};
+        case pop::mul: return {x.v * y.v, st::ok};
+        default: return y.v == 0 ? ival{0, st::fault} : ival{x.v % y.v, st::ok};
+      }
+    }
+    default: return {0, st::bail};
+  }
+}
+
+/// A marked node's integer code (`program::icodes`): the value `eval_int` gives (for a
+/// comparison, 0 or 1), in one loop over a local stack. Every integer operation faults when an
+/// operand faults, so the first fault decides; a bail before it hands the node to the walk,
+/// which then finds the same fault or the value the mark did not foresee.
+template <class A>
+ival run_icode(program const& p, pnode const& n, env<A> const& E, std::size_t run) {
+  using st = ival::st;
+  using o = icode::op;
+  std::int64_t s[icode_stack];
+  std::size_t sp = 0;
+  std::uint32_t cached = UINT32_MAX;  // the last value slot read, and its state
+  state::tensor_state const* cst = nullptr;
+  icode const* c = p.icodes.data() + n.code_at;
+  icode const* const end = c + n.code_len;
+  for (; c != end; ++c) {
+    switch (c->o) {
+      case o::lit: s[sp++] = c->v; break;
+      case o::param: {
+        if (c->slot >= E.params.size()) return {0, st::fault};
+        if (E.param_info && (*E.param_info)[c->slot].type.kind != dsl::type_kind::integer) return {0, st::bail};
+        auto const* x = std::get_if<std::int64_t>(&E.params[c->slot]);
+        if (!x) return {0, st::bail};
+        s[sp++] = *x;
+        break;
+      }
+      case o::rank:
+      case o::numel:
+      case o::dim: {
+        if (c->slot != cached) {
+          if (!E.lists.empty() && c->slot < E.lists.size() && E.lists[c->slot].second != UINT32_MAX) return {0, st::bail};
+          val t;
+          t.k = vk::tensor;
+          t.slot = c->slot;
+          t.e = c->slot < E.values.size() ? E.values[c->slot] : graph::no_edge;
+          cst = E.state(t, run);
+          cached = c->slot;
+        }
+        if (!cst) return {0, st::fault};
+        if (c->o == o::rank) {
+          s[sp++] = static_cast<std::int64_t>(cst->rank());
+        } else if (c->o == o::numel) {
+          s[sp++] = static_cast<std::int64_t>(cst->numel);
+        } else {
+          std::int64_t k = s[sp - 1];
+          auto const r = static_cast<std::int64_t>(cst->rank());
+          if (k < 0) k += r;
+          if (k < 0 || k >= r) return {0, st::fault};
+          s[sp - 1] = cst->shape[static_cast<std::size_t>(k)];
+        }
+        break;
+      }
+      case o::neg: s[sp - 1] = -s[sp - 1]; break;
+      default: {
+        std::int64_t const y = s[--sp];
+        std::int64_t& x = s[sp - 1];
+        switch (c->o) {
+          case o::imin: x = std::min(x, y); break;
+          case o::imax: x = std::max(x, y); break;
+          case o::ipow:
+            if (!ipow_checked(x, y, x)) return {0, st::fault};
+            break;
+          case o::add: x = x + y; break;
+          case o::sub: x = x - y; break;
+          case o::mul: x = x * y; break;
+          case o::mod:
+            if (y == 0) return {0, st::fault};
+            x = x % y;
+            break;
+          case o::eq: x = x == y; break;
+          case o::ne: x = x != y; break;
+          case o::lt: x = x < y; break;
+          case o::le: x = x <= y; break;
+          case o::gt: x = x > y; break;
+          default: x = x >= y; break;
+        }
+        break;
+      }
+    }
+  }
+  return {s[0], st::ok};
+}
+
+/// `eval_node` for a node `mark_fast` marked; the tree walk when a value bails.
+template <class A>
+val eval_fast(program const& p, std::uint32_t idx, env<A> const& E, std::size_t run, workspace& ws) {
+  using st = ival::st;
+  pnode const& n = p.nodes[idx];
+  if (n.code_len) {
+    ival const x = run_icode(p, n, E, run);
+    if (x.s == st::ok) return n.fast == fast_form::int_cmp ? val::boolean(x.v != 0) : val::integer(x.v);
+    if (x.s == st::fault) return val::fault();
+    return eval_tree(p, idx, E, run, ws);
+  }
+  if (n.fast == fast_form::int_expr) {
+    ival const x = eval_int(p, idx, E, run);
+    if (x.s == st::ok) return val::integer(x.v);
+    if (x.s == st::fault) return val::fault();
+    return eval_tree(p, idx, E, run, ws);
+  }
+  ival const x = eval_int(p, n.a, E, run);
+  ival const y = x.s == st::bail ? x : eval_int(p, n.b, E, run);
+  if (x.s == st::bail || y.s == st::bail) return eval_tree(p, idx, E, run, ws);
+  if (x.s == st::fault || y.s == st::fault) return val::fault();
+  switch (n.op) {
+    case pop::eq: return val::boolean(x.v == y.v);
+    case pop::ne: return val::boolean(x.v != y.v);
+    case pop::lt: return val::boolean(x.v < y.v);
+    case pop::le: return val::boolean(x.v <= y.v);
+    case pop::gt: return val::boolean(x.v > y.v);
+    default: return val::boolean(x.v >= y.v);
+  }
+}
+
+/// One node's value: the integer fast path for marked nodes, the tree walk otherwise.
+template <class A>
+#if defined(__GNUC__)
+[[gnu::always_inline]]
+#endif
+inline val eval_node(program const& p, std::uint32_t idx, env<A> const& E, std::size_t run, workspace& ws) {
+  if (p.nodes[idx].fast != fast_form::none) return eval_fast(p, idx, E, run, ws);
+  return eval_tree(p, idx, E, run, ws);
+}
 
 /// A value node or literal evaluated without recursion (the common leaves); false otherwise.
 template <class A>
@@ -544,7 +777,7 @@ inline bool eval_leaf(program const& p, std::uint32_t idx, env<A> const& E, val&
 }
 
 template <class A>
-val eval_node(program const& p, std::uint32_t idx, env<A> const& E, std::size_t run, workspace& ws) {
+val eval_tree(program const& p, std::uint32_t idx, env<A> const& E, std::size_t run, workspace& ws) {
   pnode const& n = p.nodes[idx];
   auto& s = ws.scratch;
   switch (n.op) {

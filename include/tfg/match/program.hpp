@@ -4,6 +4,8 @@
 /// resolved built-ins, and the run-time values they compute. The evaluator lives in
 /// evaluate.hpp; the compiler (compile.hpp) builds programs from `dsl::expr` trees.
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -150,14 +152,34 @@ enum class pop : std::uint8_t {
   eq, ne, lt, le, gt, ge, in, add, sub, mul, div, mod,
 };
 
+/// `pnode::fast`: how the interpreter may evaluate a node without the general tree walk
+/// (`mark_fast`): `int_expr`, an integer built from integer literals, integer parameters,
+/// `rank`, `numel`, `dim`, `imin`, `imax`, `ipow`, `+`, `-`, `*`, `%` and unary `-`;
+/// `int_cmp`, a comparison of two such integers.
+enum class fast_form : std::uint8_t { none, int_expr, int_cmp };
+
 struct pnode {
   pop op = pop::lit;
   bfn fn = bfn::rank;
+  fast_form fast = fast_form::none;
+  std::uint8_t code_len = 0;  ///< a marked node: its `program::icode` (0: evaluated by `eval_int`)
   std::uint32_t a = 0, b = 0;
   std::uint32_t first = 0, count = 0;
   std::uint32_t slot = 0;
+  std::uint32_t code_at = 0;
   val lit;
 };
+
+/// One instruction of a marked node's integer code (postfix over a small stack of int64).
+struct icode {
+  enum class op : std::uint8_t { lit, param, rank, numel, dim, imin, imax, ipow, add, sub, mul, mod, neg,
+                                 eq, ne, lt, le, gt, ge };
+  op o = op::lit;
+  std::uint32_t slot = 0;  ///< param: parameter slot; rank, numel, dim: value slot
+  std::int64_t v = 0;      ///< lit
+};
+/// The deepest stack an integer code may use (deeper expressions keep the recursive path).
+inline constexpr std::size_t icode_stack = 16;
 
 /// An operand of a decoded comparison: a literal, a one-argument built-in over a value
 /// (`f(%v)`), or any other node (evaluated as a tree from `node`).
@@ -216,6 +238,8 @@ struct program {
   /// evaluate `root` as a tree). Evaluating the conjuncts left to right, stopping at the
   /// first that is false, visits exactly what the tree evaluation visits.
   std::vector<conjunct> conjuncts;
+  /// The integer code of marked nodes (`mark_fast`), each node's at [code_at, code_at + code_len).
+  std::vector<icode> icodes;
 };
 
 /// Whether the subtree of `p` rooted at node `root` calls only metadata built-ins and no
@@ -240,6 +264,104 @@ struct program {
     }
   }
   return true;
+}
+
+/// Sets `pnode::fast` on every node of `p` (called by the compiler once the program is
+/// emitted; kids precede their parents in `p.nodes`). `int_param(slot)` says whether a
+/// parameter holds an integer. A marked node evaluates to exactly what the tree walk gives:
+/// the interpreter falls back to the walk when a value at run time is not what the mark
+/// assumed (a parameter holding a float, a value slot bound to a list).
+template <class IntParam>
+void mark_fast(program& p, IntParam&& int_param) {
+  auto is_int = [&](std::uint32_t i) { return p.nodes[i].fast == fast_form::int_expr; };
+  auto kid = [&](pnode const& n, std::uint32_t k) { return p.kids[n.first + k]; };
+  for (std::uint32_t i = 0; i < p.nodes.size(); ++i) {
+    auto& n = p.nodes[i];
+    bool in = false, cmp = false;
+    switch (n.op) {
+      case pop::lit: in = n.lit.k == vk::integer; break;
+      case pop::param: in = int_param(n.slot); break;
+      case pop::call:
+        switch (n.fn) {
+          case bfn::rank: case bfn::numel: in = n.count == 1 && p.nodes[kid(n, 0)].op == pop::value; break;
+          case bfn::dim: in = n.count == 2 && p.nodes[kid(n, 0)].op == pop::value && is_int(kid(n, 1)); break;
+          case bfn::imin: case bfn::imax: case bfn::ipow: in = n.count == 2 && is_int(kid(n, 0)) && is_int(kid(n, 1)); break;
+          default: break;
+        }
+        break;
+      case pop::neg: in = is_int(n.a); break;
+      case pop::add: case pop::sub: case pop::mul: case pop::mod: in = is_int(n.a) && is_int(n.b); break;
+      case pop::eq: case pop::ne: case pop::lt: case pop::le: case pop::gt: case pop::ge:
+        cmp = is_int(n.a) && is_int(n.b);
+        break;
+      default: break;
+    }
+    n.fast = in ? fast_form::int_expr : cmp ? fast_form::int_cmp : fast_form::none;
+  }
+  // Postfix code for each marked node that no integer expression contains (the top of an
+  // integer subtree, a comparison, and each side of a comparison, which `holds` may evaluate
+  // on its own); the nodes inside are reached only through it.
+  std::vector<char> inner(p.nodes.size(), 0);
+  for (auto const& n : p.nodes) {
+    if (n.fast != fast_form::int_expr) continue;
+    if (n.op == pop::call)
+      for (std::uint32_t k = 0; k < n.count; ++k) inner[kid(n, k)] = 1;
+    else if (n.op == pop::neg) inner[n.a] = 1;
+    else if (n.op != pop::lit && n.op != pop::param) inner[n.a] = inner[n.b] = 1;
+  }
+  p.icodes.clear();
+  for (std::uint32_t i = 0; i < p.nodes.size(); ++i) {
+    if (p.nodes[i].fast == fast_form::none || inner[i]) continue;
+    std::vector<icode> code;
+    std::size_t depth = 0, deepest = 0;
+    auto push = [&](icode c, int effect) {
+      code.push_back(c);
+      depth = static_cast<std::size_t>(static_cast<std::ptrdiff_t>(depth) + effect);
+      deepest = std::max(deepest, depth);
+    };
+    auto emit = [&](auto&& self, std::uint32_t j) -> void {
+      auto const& n = p.nodes[j];
+      auto binop = [&](icode::op o) {
+        self(self, n.a);
+        self(self, n.b);
+        push({o, 0, 0}, -1);
+      };
+      switch (n.op) {
+        case pop::lit: push({icode::op::lit, 0, n.lit.i}, 1); return;
+        case pop::param: push({icode::op::param, n.slot, 0}, 1); return;
+        case pop::neg: self(self, n.a); push({icode::op::neg, 0, 0}, 0); return;
+        case pop::add: binop(icode::op::add); return;
+        case pop::sub: binop(icode::op::sub); return;
+        case pop::mul: binop(icode::op::mul); return;
+        case pop::mod: binop(icode::op::mod); return;
+        case pop::eq: binop(icode::op::eq); return;
+        case pop::ne: binop(icode::op::ne); return;
+        case pop::lt: binop(icode::op::lt); return;
+        case pop::le: binop(icode::op::le); return;
+        case pop::gt: binop(icode::op::gt); return;
+        case pop::ge: binop(icode::op::ge); return;
+        case pop::call: {
+          auto const slot0 = p.nodes[kid(n, 0)].slot;
+          switch (n.fn) {
+            case bfn::rank: push({icode::op::rank, slot0, 0}, 1); return;
+            case bfn::numel: push({icode::op::numel, slot0, 0}, 1); return;
+            case bfn::dim: self(self, kid(n, 1)); push({icode::op::dim, slot0, 0}, 0); return;
+            default: break;
+          }
+          self(self, kid(n, 0));
+          self(self, kid(n, 1));
+          push({n.fn == bfn::imin ? icode::op::imin : n.fn == bfn::imax ? icode::op::imax : icode::op::ipow, 0, 0}, -1);
+          return;
+        }
+        default: return;
+      }
+    };
+    emit(emit, i);
+    if (deepest > icode_stack || code.size() > 255) continue;
+    p.nodes[i].code_at = static_cast<std::uint32_t>(p.icodes.size());
+    p.nodes[i].code_len = static_cast<std::uint8_t>(code.size());
+    p.icodes.insert(p.icodes.end(), code.begin(), code.end());
+  }
 }
 
 /// Fills `p.conjuncts` from `p.nodes` (called by the compiler once the program is emitted).

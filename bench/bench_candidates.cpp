@@ -15,6 +15,8 @@
 // the 10^4-edge graph, costliest first (=<name>: that operator alone for 5 s, to profile).
 // TFG_BENCH_REPEAT=N tfg_bench_candidates: N constructions of the whole pool on the 10^4-edge
 // graph (for instruction counts under callgrind).
+// BM_construct_into/N: the same into one candidate_set reused across calls, as the campaign's
+// generator constructs round after round (no fresh arrays, no first-touch page faults).
 // BM_load_pool/<which>: parse + check + compile of the operators/ folder (0), of the five
 // reference operators (1), and of the folder replicated 30 times into a temp dir (2).
 
@@ -264,6 +266,25 @@ void BM_construct(benchmark::State& st) {
   st.counters["operators"] = static_cast<double>(ops.size());
   st.counters["ns_per_pair"] = benchmark::Counter(static_cast<double>(pairs), benchmark::Counter::kIsRate | benchmark::Counter::kInvert) ;
 }
+/// As BM_construct, into one candidate_set kept across calls (`construct_into`), as the
+/// campaign's generator does round after round: the arrays keep their memory.
+void BM_construct_into(benchmark::State& st) {
+  auto& w = the_world();
+  auto& g = graph_of(static_cast<std::size_t>(st.range(0)));
+  std::span<const match::compiled_operator> ops(w.pool.operators);
+  std::uint64_t pairs = 0, cands = 0;
+  match::candidate_set set;
+  for (auto _ : st) {
+    match::construct_into(set, g, ops, {.seed = 1, .param_draws = static_cast<unsigned>(st.range(1))});
+    pairs += set.total.pairs();
+    cands += set.candidates.size();
+    benchmark::DoNotOptimize(set.candidates.data());
+  }
+  st.SetItemsProcessed(static_cast<std::int64_t>(pairs));
+  st.counters["candidates_per_second"] = benchmark::Counter(static_cast<double>(cands), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_construct_into)->Args({10'000, 4})->Args({100'000, 4})->Args({1'000'000, 4})->Unit(benchmark::kMillisecond);
+
 BENCHMARK(BM_construct)
     ->Args({10'000, 4})
     ->Args({100'000, 4})

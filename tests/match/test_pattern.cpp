@@ -2,6 +2,9 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <limits>
+
 #include <string>
 
 #include "match_test_util.hpp"
@@ -392,6 +395,52 @@ TEST_CASE("match: construct's per-summary prefilter counts and visits exactly as
     CHECK(x.op == y.op);
     CHECK(grouped.bound(x).values == per_pair.bound(y).values);
   }
+}
+
+TEST_CASE("match: candidate parameters of every kind read back as stored; construct_into reuses a set") {
+  // Parameters are stored packed (scalars in 9 bytes, strings and lists aside): what a
+  // candidate gives back must be the attr_value it was accepted with, for every kind.
+  chain c;
+  auto const r = compile_text(
+      op_text("anchor %x", std::string("param $k : int in [-8, 8]\nparam $f : float in [-2.5, 2.5]\n") +
+                               "param $b in {true, false}\nrequire input { $k != 0 }\n" +
+                               "replace { %c = aten::mul(%x, $k) %d = aten::add(%c, $f, 1) %e = aten::dropout(%d, 0.0, $b)\n"
+                               "  rewire consumers(%x) -> %e }"),
+      c.syms);
+  REQUIRE(r.operators.size() == 1);
+  std::span<const match::compiled_operator> const ops(r.operators);
+  std::size_t const edges = c.m.graph().edge_count();
+  std::vector<std::vector<match::attr_value>> const choices = {
+      {std::int64_t{-7}, -0.0, true},
+      {std::int64_t{5}, 2.25, false},
+      {std::int64_t{1}, std::numeric_limits<double>::denorm_min(), std::string("word")},
+      {std::int64_t{2}, std::vector<double>{1.5, -3.0}, std::vector<std::int64_t>{4, 5}},
+  };
+  match::candidate_set reused;
+  for (auto const& params : choices) {
+    auto const fresh = match::construct(c.m, ops, {.params = &params});
+    match::construct_into(reused, c.m, ops, {.params = &params});
+    REQUIRE(fresh.candidates.size() == edges);
+    REQUIRE(reused.candidates.size() == edges);
+    CHECK(reused.total.by_stage == fresh.total.by_stage);
+    CHECK(reused.per_operator.size() == 1);
+    for (match::candidate_set const* set : {&fresh, static_cast<match::candidate_set const*>(&reused)})
+      for (auto const& cand : set->candidates) {
+        auto const got = set->params_of(cand);
+        REQUIRE(got.size() == params.size());
+        for (std::size_t i = 0; i < params.size(); ++i) CHECK(got[i] == params[i]);
+        CHECK(set->bound(cand).params == params);
+      }
+    // A double's sign and subnormals survive the packing bit for bit.
+    if (auto const* d = std::get_if<double>(&params[1]))
+      CHECK(std::signbit(std::get<double>(reused.params_of(reused.candidates[0])[1])) == std::signbit(*d));
+  }
+  // A rejecting construct into the same set leaves no candidate of the previous one.
+  std::vector<match::attr_value> const zero{std::int64_t{0}, 1.0, true};
+  match::construct_into(reused, c.m, ops, {.params = &zero});
+  CHECK(reused.candidates.empty());
+  CHECK(reused.params.size() == 0);
+  CHECK(reused.total[match::reject_stage::input] == edges);
 }
 
 TEST_CASE("match: construct with explicit parameter values instead of a sample") {

@@ -178,7 +178,7 @@ class generator {
     auto t = clk::now();
     match::construct_options co;
     co.seed = select::hash_combine(opt_.seed, round);
-    set_ = match::construct(*adapter_, std::span<const match::compiled_operator>(pool_.operators), co);
+    match::construct_into(set_, *adapter_, std::span<const match::compiled_operator>(pool_.operators), co);
     out.phase_ms["construct"] = ms_since(t);
 
     t = clk::now();
@@ -394,11 +394,12 @@ class generator {
     const auto& op = pool_.operators[c.op];
     for (std::size_t i = 0; i < params.size() && i < op.params.size(); ++i) {
       // An op-typed parameter holds the op's interned id: shown by name.
-      const auto* id = std::get_if<std::int64_t>(&params[i]);
+      const auto value = params[i];
+      const auto* id = std::get_if<std::int64_t>(&value);
       if (op.params[i].type.kind == dsl::type_kind::op && id && *id >= 0)
         s += " $" + op.params[i].name + "=" + std::string(symbols_.name(static_cast<std::uint32_t>(*id)));
       else
-        s += " $" + op.params[i].name + "=" + attr_text(params[i]);
+        s += " $" + op.params[i].name + "=" + attr_text(value);
     }
     return s;
   }

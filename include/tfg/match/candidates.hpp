@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <random>
 #include <span>
@@ -69,11 +71,94 @@ struct construct_options {
   std::vector<attr_value> const* params = nullptr;
 };
 
+/// The parameter values of all candidates, flat: a kind byte and 8 payload bytes per value
+/// (None, bool, int and float, which is nearly every parameter) instead of a 40-byte
+/// `attr_value`; strings and lists go to a side table. A million-edge candidate set holds
+/// millions of parameters, and writing them to fresh memory was a third of construction.
+class packed_params {
+ public:
+  [[nodiscard]] std::size_t size() const noexcept { return kinds_.size(); }
+  [[nodiscard]] std::size_t capacity() const noexcept { return kinds_.capacity(); }
+  void reserve(std::size_t n) {
+    kinds_.reserve(n);
+    bits_.reserve(n);
+  }
+  /// Empties the table and keeps its memory.
+  void clear() noexcept {
+    kinds_.clear();
+    bits_.clear();
+    other_.clear();
+  }
+  void push_back(attr_value const& v) {
+    std::uint64_t b = 0;
+    switch (v.index()) {
+      case 0: break;
+      case 1: b = std::get<bool>(v) ? 1 : 0; break;
+      case 2: b = static_cast<std::uint64_t>(std::get<std::int64_t>(v)); break;
+      case 3: b = std::bit_cast<std::uint64_t>(std::get<double>(v)); break;
+      default:
+        b = other_.size();
+        other_.push_back(v);
+        kinds_.push_back(other_kind);
+        bits_.push_back(b);
+        return;
+    }
+    kinds_.push_back(static_cast<std::uint8_t>(v.index()));
+    bits_.push_back(b);
+  }
+  [[nodiscard]] attr_value operator[](std::size_t i) const {
+    auto const b = bits_[i];
+    switch (kinds_[i]) {
+      case 0: return std::monostate{};
+      case 1: return b != 0;
+      case 2: return static_cast<std::int64_t>(b);
+      case 3: return std::bit_cast<double>(b);
+      default: return other_[static_cast<std::size_t>(b)];
+    }
+  }
+
+ private:
+  static constexpr std::uint8_t other_kind = 255;
+  std::vector<std::uint8_t> kinds_;
+  std::vector<std::uint64_t> bits_;
+  std::vector<attr_value> other_;
+};
+
+/// The parameters of one candidate: `size()` values, each read as an `attr_value`.
+class param_view {
+ public:
+  class iterator {
+   public:
+    using value_type = attr_value;
+    using difference_type = std::ptrdiff_t;
+    iterator() = default;
+    iterator(packed_params const* p, std::size_t i) : p_(p), i_(i) {}
+    attr_value operator*() const { return (*p_)[i_]; }
+    iterator& operator++() { return ++i_, *this; }
+    iterator operator++(int) { auto t = *this; ++i_; return t; }
+    bool operator==(iterator const& o) const { return i_ == o.i_; }
+
+   private:
+    packed_params const* p_ = nullptr;
+    std::size_t i_ = 0;
+  };
+  param_view(packed_params const& p, std::size_t at, std::size_t n) : p_(&p), at_(at), n_(n) {}
+  [[nodiscard]] std::size_t size() const noexcept { return n_; }
+  [[nodiscard]] bool empty() const noexcept { return n_ == 0; }
+  [[nodiscard]] attr_value operator[](std::size_t i) const { return (*p_)[at_ + i]; }
+  [[nodiscard]] iterator begin() const { return {p_, at_}; }
+  [[nodiscard]] iterator end() const { return {p_, at_ + n_}; }
+
+ private:
+  packed_params const* p_;
+  std::size_t at_, n_;
+};
+
 struct candidate_set {
   std::vector<candidate> candidates;
   std::vector<edge_id> values;      ///< bindings of all candidates, flat (no per-candidate allocation)
   std::vector<node_id> nodes;
-  std::vector<attr_value> params;
+  packed_params params;
   std::vector<stage_counts> per_operator;  ///< index = operator index
   stage_counts total;
   std::vector<pair_record> pairs;
@@ -85,16 +170,16 @@ struct candidate_set {
   [[nodiscard]] std::span<const node_id> nodes_of(candidate const& c) const {
     return {nodes.data() + c.nodes_at, c.node_count};
   }
-  [[nodiscard]] std::span<const attr_value> params_of(candidate const& c) const {
-    return {params.data() + c.params_at, c.param_count};
-  }
+  [[nodiscard]] param_view params_of(candidate const& c) const { return {params, c.params_at, c.param_count}; }
   /// The bindings of `c` as a `bindings` object (for `evaluate_deferred` and friends): every
   /// value slot, the replacement values' as `no_edge`.
   [[nodiscard]] bindings bound(candidate const& c) const {
     auto const v = values_of(c);
     auto const n = nodes_of(c);
     auto const p = params_of(c);
-    bindings b{{v.begin(), v.end()}, {n.begin(), n.end()}, {p.begin(), p.end()}};
+    bindings b{{v.begin(), v.end()}, {n.begin(), n.end()}, {}};
+    b.params.reserve(p.size());
+    for (std::size_t i = 0; i < p.size(); ++i) b.params.push_back(p[i]);
     if (b.values.size() < c.value_slots) b.values.resize(c.value_slots, graph::no_edge);
     return b;
   }
@@ -106,11 +191,20 @@ struct candidate_set {
 /// of the pairs that pass, edge by edge, operators in order. Allocation-free per rejected pair (after warm-up); retained candidates append their
 /// bindings to the set's flat arrays (amortised O(1), no allocation per candidate). The parameter sample of a pair is drawn from a `splitmix64` seeded with
 /// (options.seed, edge, operator), so results do not depend on the visiting order.
+///
+/// `construct_into` fills `out` in place, keeping the memory of its arrays (a campaign
+/// constructs once per round; fresh arrays cost a page fault per 4 KiB on first write).
 template <match_adapter A>
-[[nodiscard]] candidate_set construct(A const& a, std::span<const compiled_operator> ops,
-                                      construct_options const& options = {}) {
-  candidate_set out;
-  out.per_operator.resize(ops.size());
+void construct_into(candidate_set& out, A const& a, std::span<const compiled_operator> ops,
+                    construct_options const& options = {}) {
+  out.candidates.clear();
+  out.values.clear();
+  out.nodes.clear();
+  out.params.clear();
+  out.per_operator.assign(ops.size(), stage_counts{});
+  out.total = stage_counts{};
+  out.pairs.clear();
+  out.type_faults = 0;
   auto const summaries = summarize(a);
   std::vector<prefilter> pres;  // contiguous: the hot loop reads only these
   pres.reserve(ops.size());
@@ -178,7 +272,7 @@ template <match_adapter A>
       grow(out.candidates, 1, bound[0]);
       out.values.insert(out.values.end(), b.values.begin(), b.values.begin() + static_cast<std::ptrdiff_t>(stored));
       out.nodes.insert(out.nodes.end(), b.nodes.begin(), b.nodes.end());
-      out.params.insert(out.params.end(), b.params.begin(), b.params.end());
+      for (auto const& v : b.params) out.params.push_back(v);
       out.candidates.push_back(c);
     }
   };
@@ -266,6 +360,13 @@ template <match_adapter A>
       out.total.prefilter_as[i] += c.prefilter_as[i];
     }
   out.type_faults = ws.type_faults;
+}
+
+template <match_adapter A>
+[[nodiscard]] candidate_set construct(A const& a, std::span<const compiled_operator> ops,
+                                      construct_options const& options = {}) {
+  candidate_set out;
+  construct_into(out, a, ops, options);
   return out;
 }
 

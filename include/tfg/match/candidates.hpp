@@ -11,7 +11,9 @@
 #include <cstdint>
 #include <random>
 #include <span>
+#include <type_traits>
 #include <unordered_map>
+#include <variant>
 #include <vector>
 
 #include "tfg/match/adapter.hpp"
@@ -76,6 +78,12 @@ struct construct_options {
 /// `attr_value`; strings and lists go to a side table. A million-edge candidate set holds
 /// millions of parameters, and writing them to fresh memory was a third of construction.
 class packed_params {
+  // The kind byte is the attr_value's index: these four alternatives are packed.
+  static_assert(std::is_same_v<std::variant_alternative_t<0, attr_value>, std::monostate> &&
+                std::is_same_v<std::variant_alternative_t<1, attr_value>, bool> &&
+                std::is_same_v<std::variant_alternative_t<2, attr_value>, std::int64_t> &&
+                std::is_same_v<std::variant_alternative_t<3, attr_value>, double>);
+
  public:
   [[nodiscard]] std::size_t size() const noexcept { return kinds_.size(); }
   [[nodiscard]] std::size_t capacity() const noexcept { return kinds_.capacity(); }

@@ -140,8 +140,8 @@ TEST_CASE("match builtins: ipow of 0, 1 and -1 answers any exponent at once") {
 }
 
 TEST_CASE("match builtins: integer conditions decide as the tree walk does, faults included") {
-  // Integer expressions run as postfix code (mark_fast, program::icodes) or, where no code
-  // was emitted, as eval_int; both must give what the general walk gives, fault for fault.
+  // Integer expressions run as postfix code (mark_fast, program::icodes); it must give what
+  // the general walk gives, fault for fault.
   // Each program is evaluated as compiled and with its marks cleared, on sites of rank 0, 1
   // and 4, on two records whose shapes differ, and with an int parameter that holds a float
   // (a bail to the walk).

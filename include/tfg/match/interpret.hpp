@@ -516,7 +516,7 @@ val eval_tree(program const& p, std::uint32_t idx, env<A> const& E, std::size_t 
 template <class A>
 std::size_t run_count(program const& p, env<A> const& E);
 
-/// The result of `eval_int`: an integer, a fault, or `bail` (a value at run time is not what
+/// The result of `run_icode`: an integer, a fault, or `bail` (a value at run time is not what
 /// `mark_fast` assumed: the caller evaluates the node with the tree walk instead).
 struct ival {
   enum class st : std::uint8_t { ok, fault, bail };
@@ -524,98 +524,11 @@ struct ival {
   st s = st::ok;
 };
 
-/// A node marked `fast_form::int_expr`, evaluated on int64 in registers: the same integer or
-/// fault as the tree walk (`eval_tree`), whose built-ins and operators it mirrors. Integer
-/// subtrees have no side effects (no scratch lists, no externs), so a bail anywhere can be
-/// answered by walking the whole node again.
-template <class A>
-ival eval_int(program const& p, std::uint32_t idx, env<A> const& E, std::size_t run) {
-  using st = ival::st;
-  pnode const& n = p.nodes[idx];
-  auto tensor_state = [&](std::uint32_t k, state::tensor_state const*& out) -> bool {
-    pnode const& v = p.nodes[p.kids[n.first + k]];
-    if (!E.lists.empty() && v.slot < E.lists.size() && E.lists[v.slot].second != UINT32_MAX) return false;
-    val t;
-    t.k = vk::tensor;
-    t.slot = v.slot;
-    t.e = v.slot < E.values.size() ? E.values[v.slot] : graph::no_edge;
-    out = E.state(t, run);
-    return true;
-  };
-  switch (n.op) {
-    case pop::lit: return {n.lit.i, st::ok};
-    case pop::param: {
-      if (n.slot >= E.params.size()) return {0, st::fault};
-      if (E.param_info && (*E.param_info)[n.slot].type.kind != dsl::type_kind::integer) return {0, st::bail};
-      if (auto const* x = std::get_if<std::int64_t>(&E.params[n.slot])) return {*x, st::ok};
-      return {0, st::bail};
-    }
-    case pop::call: {
-      switch (n.fn) {
-        case bfn::rank:
-        case bfn::numel: {
-          state::tensor_state const* t = nullptr;
-          if (!tensor_state(0, t)) return {0, st::bail};
-          if (!t) return {0, st::fault};
-          return {n.fn == bfn::rank ? static_cast<std::int64_t>(t->rank()) : static_cast<std::int64_t>(t->numel), st::ok};
-        }
-        case bfn::dim: {
-          state::tensor_state const* t = nullptr;
-          if (!tensor_state(0, t)) return {0, st::bail};
-          ival const i = eval_int(p, p.kids[n.first + 1], E, run);
-          if (i.s != st::ok) return i;
-          if (!t) return {0, st::fault};
-          std::int64_t k = i.v;
-          if (k < 0) k += t->rank();
-          if (k < 0 || k >= t->rank()) return {0, st::fault};
-          return {t->shape[static_cast<std::size_t>(k)], st::ok};
-        }
-        case bfn::imin:
-        case bfn::imax:
-        case bfn::ipow: {
-          ival const x = eval_int(p, p.kids[n.first], E, run);
-          if (x.s != st::ok) return x;
-          ival const y = eval_int(p, p.kids[n.first + 1], E, run);
-          if (y.s != st::ok) return y;
-          if (n.fn == bfn::imin) return {std::min(x.v, y.v), st::ok};
-          if (n.fn == bfn::imax) return {std::max(x.v, y.v), st::ok};
-          std::int64_t r = 0;
-          return ipow_checked(x.v, y.v, r) ? ival{r, st::ok} : ival{0, st::fault};
-        }
-        default: return {0, st::bail};
-      }
-    }
-    case pop::neg: {
-      ival const x = eval_int(p, n.a, E, run);
-      return x.s == st::ok ? ival{-x.v, st::ok} : x;
-    }
-    case pop::add:
-    case pop::sub:
-    case pop::mul:
-    case pop::mod: {
-      // The walk evaluates both sides before it looks at either; sides have no side
-      // effects, so stopping at a faulted left side gives the same fault, unless the right
-      // side would bail (then the walk decides: it faults too).
-      ival const x = eval_int(p, n.a, E, run);
-      if (x.s == st::bail) return x;
-      ival const y = eval_int(p, n.b, E, run);
-      if (y.s == st::bail) return y;
-      if (x.s == st::fault || y.s == st::fault) return {0, st::fault};
-      switch (n.op) {
-        case pop::add: return {x.v + y.v, st::ok};
-        case pop::sub: return {x.v - y.v, st::ok};
-        case pop::mul: return {x.v * y.v, st::ok};
-        default: return y.v == 0 ? ival{0, st::fault} : ival{x.v % y.v, st::ok};
-      }
-    }
-    default: return {0, st::bail};
-  }
-}
-
-/// A marked node's integer code (`program::icodes`): the value `eval_int` gives (for a
-/// comparison, 0 or 1), in one loop over a local stack. Every integer operation faults when an
-/// operand faults, so the first fault decides; a bail before it hands the node to the walk,
-/// which then finds the same fault or the value the mark did not foresee.
+/// A marked node's integer code (`program::icodes`): the integer the tree walk gives (for a
+/// comparison, 0 or 1), in one loop over a local stack. Every integer operation faults when
+/// an operand faults, so the first fault decides; a bail before it hands the node to the
+/// walk, which then finds the same fault or the value the mark did not foresee. Integer
+/// subtrees have no side effects (no scratch lists, no externs), so walking again is safe.
 template <class A>
 ival run_icode(program const& p, pnode const& n, env<A> const& E, std::size_t run) {
   using st = ival::st;
@@ -694,44 +607,24 @@ ival run_icode(program const& p, pnode const& n, env<A> const& E, std::size_t ru
   return {s[0], st::ok};
 }
 
-/// `eval_node` for a node `mark_fast` marked; the tree walk when a value bails.
+/// `eval_node` for a node with integer code; the tree walk when a value bails.
 template <class A>
 val eval_fast(program const& p, std::uint32_t idx, env<A> const& E, std::size_t run, workspace& ws) {
   using st = ival::st;
   pnode const& n = p.nodes[idx];
-  if (n.code_len) {
-    ival const x = run_icode(p, n, E, run);
-    if (x.s == st::ok) return n.fast == fast_form::int_cmp ? val::boolean(x.v != 0) : val::integer(x.v);
-    if (x.s == st::fault) return val::fault();
-    return eval_tree(p, idx, E, run, ws);
-  }
-  if (n.fast == fast_form::int_expr) {
-    ival const x = eval_int(p, idx, E, run);
-    if (x.s == st::ok) return val::integer(x.v);
-    if (x.s == st::fault) return val::fault();
-    return eval_tree(p, idx, E, run, ws);
-  }
-  ival const x = eval_int(p, n.a, E, run);
-  ival const y = x.s == st::bail ? x : eval_int(p, n.b, E, run);
-  if (x.s == st::bail || y.s == st::bail) return eval_tree(p, idx, E, run, ws);
-  if (x.s == st::fault || y.s == st::fault) return val::fault();
-  switch (n.op) {
-    case pop::eq: return val::boolean(x.v == y.v);
-    case pop::ne: return val::boolean(x.v != y.v);
-    case pop::lt: return val::boolean(x.v < y.v);
-    case pop::le: return val::boolean(x.v <= y.v);
-    case pop::gt: return val::boolean(x.v > y.v);
-    default: return val::boolean(x.v >= y.v);
-  }
+  ival const x = run_icode(p, n, E, run);
+  if (x.s == st::ok) return n.fast == fast_form::int_cmp ? val::boolean(x.v != 0) : val::integer(x.v);
+  if (x.s == st::fault) return val::fault();
+  return eval_tree(p, idx, E, run, ws);
 }
 
-/// One node's value: the integer fast path for marked nodes, the tree walk otherwise.
+/// One node's value: the integer code for nodes that have one, the tree walk otherwise.
 template <class A>
 #if defined(__GNUC__)
 [[gnu::always_inline]]
 #endif
 inline val eval_node(program const& p, std::uint32_t idx, env<A> const& E, std::size_t run, workspace& ws) {
-  if (p.nodes[idx].fast != fast_form::none) return eval_fast(p, idx, E, run, ws);
+  if (p.nodes[idx].code_len) return eval_fast(p, idx, E, run, ws);
   return eval_tree(p, idx, E, run, ws);
 }
 

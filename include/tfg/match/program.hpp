@@ -162,7 +162,7 @@ struct pnode {
   pop op = pop::lit;
   bfn fn = bfn::rank;
   fast_form fast = fast_form::none;
-  std::uint8_t code_len = 0;  ///< a marked node: its `program::icode` (0: evaluated by `eval_int`)
+  std::uint8_t code_len = 0;  ///< a marked node: its `program::icode` (0: the tree walk evaluates it)
   std::uint32_t a = 0, b = 0;
   std::uint32_t first = 0, count = 0;
   std::uint32_t slot = 0;
@@ -300,7 +300,8 @@ void mark_fast(program& p, IntParam&& int_param) {
   }
   // Postfix code for each marked node that no integer expression contains (the top of an
   // integer subtree, a comparison, and each side of a comparison, which `holds` may evaluate
-  // on its own); the nodes inside are reached only through it.
+  // on its own); the nodes inside are reached only through it. A node whose code would be too
+  // deep gets none, and the tree walk evaluates it.
   std::vector<char> inner(p.nodes.size(), 0);
   for (auto const& n : p.nodes) {
     if (n.fast != fast_form::int_expr) continue;

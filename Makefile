@@ -3,16 +3,21 @@
 #   make test   install what is missing, build, generate the seed zoo, run every test (CTest)
 BUILD ?= build
 JOBS  ?= 2
+# One build per LibTorch: build/ against PyTorch 2.15 from the PyPI wheel in .venv (the default),
+# build-1.13/ against Debian's LibTorch 1.13 (make test-1.13).
+LIBTORCH ?= wheel
+BUILD_113 ?= build-1.13
+PYTHON = $(if $(filter system,$(LIBTORCH)),/usr/bin/python3,$(CURDIR)/.venv/bin/python)
 export GLOG_minloglevel ?= 2
 
-.PHONY: demo test deps build bench zoo clean check-headers
+.PHONY: demo test test-1.13 deps build bench zoo clean check-headers
 
 deps:
 	@tools/setup-deps.sh
 
 $(BUILD)/build.ninja: | deps
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
+	  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DTFG_LIBTORCH=$(LIBTORCH)
 
 build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
@@ -30,7 +35,7 @@ demo: deps $(BUILD)/build.ninja
 	$(BUILD)/tools/flowmut summary $(BUILD)/demo | tail -n 25
 	$(BUILD)/tools/flowmut report $(BUILD)/demo
 	@echo "== a seed with a known LibTorch 1.13 defect (docs/findings.md F2): found at round 0, reduced, reproduced"
-	/usr/bin/python3 tests/data/make_repro_seeds.py $(BUILD)/demo-seeds
+	$(PYTHON) tests/data/make_repro_seeds.py $(BUILD)/demo-seeds
 	$(BUILD)/tools/flowmut run $(BUILD)/demo-seeds/gelu_tanh_conv.pt --rounds 5 --out $(BUILD)/demo-defect --force -q \
 	  --reduce-budget 60 --config eager_op_by_op --config frozen_optimized --config float64_reference
 	$(BUILD)/tools/flowmut report $(BUILD)/demo-defect
@@ -38,15 +43,21 @@ demo: deps $(BUILD)/build.ninja
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j 1
 
+# The second build, against Debian's LibTorch 1.13: its core, campaign and LibTorch suites.
+test-1.13: deps
+	$(MAKE) --no-print-directory $(BUILD_113)/build.ninja BUILD=$(BUILD_113) LIBTORCH=system
+	cmake --build $(BUILD_113) -j $(JOBS) --target tfg_core_tests tfg_campaign_tests tfg_fake_worker tfg_torch_tests
+	cd $(BUILD_113) && ctest --output-on-failure -j 1 -R '^(core|campaign|torch)$$'
+
 # Every public header compiles on its own (85 generated units; CI builds them after the tests).
 check-headers: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS) --target tfg_header_checks
 
 zoo: deps
-	/usr/bin/python3 examples/seeds/make_zoo.py $(BUILD)/zoo
+	$(PYTHON) examples/seeds/make_zoo.py $(BUILD)/zoo
 
 bench: build zoo
 	$(BUILD)/bench/tfg_bench_profile --zoo=$(BUILD)/zoo --benchmark_min_time=1
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(BUILD_113)

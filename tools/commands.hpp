@@ -90,6 +90,7 @@ int run_report_command(const std::string& dir);
 int run_fuzz_command(fuzz_args a, const std::string& self_exe);
 int run_legality_command(const legality_args& a);
 int run_merge_command(const std::vector<std::string>& dirs, const std::string& out);
-/// The Python that runs repro.py: $TFG_PYTHON, else /usr/bin/python3 (Debian's, with torch), else python3.
+/// The Python that runs repro.py: $TFG_PYTHON, else the Python whose torch this build uses (the
+/// venv's for the PyPI wheel, Debian's for 1.13), else /usr/bin/python3, else python3.
 std::string default_python();
 std::vector<std::string> default_operator_dirs(const std::vector<std::string>& given);

@@ -484,7 +484,7 @@ int main(int argc, char** argv) {
   reduce->add_option("dir", reduce_dir, "finding folder (CAMPAIGN/findings/ID)")->required()->check(CLI::ExistingDirectory);
   reduce->add_option("--timeout", reduce_timeout, "seconds per try before it counts as a hang")->default_val(60)->check(CLI::Range(1, 86400));
   reduce->add_option("--rss-limit-mb", reduce_rss_mb, "worker memory limit")->default_val(8192);
-  reduce->add_option("--python", reduce_python, "the Python with torch that runs repro.py (default /usr/bin/python3, or $TFG_PYTHON)");
+  reduce->add_option("--python", reduce_python, "the Python with torch that runs repro.py (default $TFG_PYTHON, else the Python of the torch this build uses)");
   reduce->add_flag("--no-run", reduce_no_run, "write repro.py and repro.cpp without running them");
   bool reduce_no_cpp = false;
   reduce->add_flag("--no-cpp-build", reduce_no_cpp, "do not build and run repro.cpp (g++ and libtorch-dev, about a minute)");

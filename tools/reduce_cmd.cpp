@@ -153,6 +153,9 @@ void write_issue(const fs::path& dir, const nlohmann::json& meta, const tfg::tor
 
 std::string default_python() {
   if (const char* p = std::getenv("TFG_PYTHON"); p && *p) return p;
+#ifdef TFG_DEFAULT_PYTHON
+  if (fs::exists(TFG_DEFAULT_PYTHON)) return TFG_DEFAULT_PYTHON;  // the Python of this build's torch
+#endif
   return fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
 }
 

@@ -5,7 +5,7 @@
 # Usage: run_campaign_e2e.sh FLOWMUT SRC WORK
 set -euo pipefail
 FLOWMUT=$1 SRC=$2 WORK=$3
-PY=/usr/bin/python3
+PY=${TFG_PYTHON:-/usr/bin/python3}   # the Python with the torch of the build under test
 SEED=$SRC/tests/data/tiny_mix.pt
 FAULTS=$SRC/tests/data/fault_ops
 rm -rf "$WORK" && mkdir -p "$WORK"

@@ -9,7 +9,7 @@
 # Usage: reduce_repro.sh FLOWMUT SRC WORK
 set -euo pipefail
 FLOWMUT=$1; SRC=$2; WORK=$3
-PY=/usr/bin/python3
+PY=${TFG_PYTHON:-/usr/bin/python3}   # the Python with the torch of the build under test
 fail() { echo "FAIL: $*" >&2; exit 1; }
 rm -rf "$WORK"; mkdir -p "$WORK"
 export GLOG_minloglevel=2

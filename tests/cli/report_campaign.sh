@@ -7,7 +7,7 @@
 # Usage: report_campaign.sh FLOWMUT SRC WORK
 set -euo pipefail
 FLOWMUT=$1; SRC=$2; WORK=$3
-PY=/usr/bin/python3
+PY=${TFG_PYTHON:-/usr/bin/python3}   # the Python with the torch of the build under test
 fail() { echo "FAIL: $*" >&2; exit 1; }
 sql() { $PY -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print("\n".join("|".join(map(str,r)) for r in c.execute(sys.argv[2])))' "$1" "$2"; }
 rm -rf "$WORK"; mkdir -p "$WORK"

@@ -24,7 +24,7 @@ if(NOT OUT MATCHES "gelu" OR OUT MATCHES "relu")
 endif()
 
 run(${CMAKE_COMMAND} -S ${SRC}/examples/embed_subdirectory -B ${WORK}/sd -G Ninja
-    -DCMAKE_BUILD_TYPE=Release ${launcher})
+    -DCMAKE_BUILD_TYPE=Release -DTFG_LIBTORCH=${LIBTORCH} -DTFG_PYTHON=${PYTHON} ${launcher})
 run(${CMAKE_COMMAND} --build ${WORK}/sd)
 run(${WORK}/sd/count_aliases ${SRC}/tests/data/tiny_mix.pt f32[1,3,8,8])
 if(NOT OUT MATCHES "nodes, [1-9][0-9]* edges share storage")

@@ -136,7 +136,14 @@ TEST_CASE("config runs: every available configuration agrees with the reference 
   CHECK(v64.kind <= verdict_kind::within_tolerance);
   const auto v = tt::judge(ga, gb, {}, &m, &g64);
   INFO(v.message);
+#if TFG_TORCH_AT_LEAST(2, 0)
+  // docs/findings.md F11: on PyTorch 2.15 TorchScript autodiff gives tiny_mix's conv - batch_norm
+  // - relu - flatten - transpose - layer_norm - linear chain a wrong input gradient (plain-torch
+  // reproduction there); eager agrees with float64. The judge must report it, not pass it.
+  CHECK(v.kind == verdict_kind::numeric_mismatch);
+#else
   CHECK(v.kind <= verdict_kind::within_tolerance);
+#endif
 }
 
 TEST_CASE("config float64_reference widens floating tensors and dtype arguments, not int or bool tensors") {

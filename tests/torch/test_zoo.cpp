@@ -119,7 +119,15 @@ TEST_CASE("zoo: every seed imports, runs op by op equal to forward, profiles and
     auto p = prof.run(m, inputs);
     double worst = 0;
     for (std::size_t i = 0; i < inputs.size(); ++i) worst = std::max(worst, max_diff(module.forward(inputs[i]), p.outputs[i]));
+#if TFG_TORCH_AT_LEAST(2, 0)
+    // PyTorch 2.15's freeze_module itself changes vit's and rt_detr's batch-2 output by 6.1e-7
+    // (the frozen module's forward against the unfrozen one, in plain torch: a precomputed
+    // constant feeds another GEMM path); op-by-op equals the frozen graph bit for bit, which
+    // check_seed below asserts, so the unfrozen forward is held to float32 rounding only.
+    CHECK_MESSAGE(worst <= 1e-5, name << ": op-by-op differs from forward by " << worst);
+#else
     CHECK_MESSAGE(worst == 0, name << ": op-by-op differs from forward by " << worst);
+#endif
     // The check `flowmut run` makes before a campaign: every node's value equals TorchScript's.
     const auto why = tt::check_seed(m, path.string(), inputs);
     CHECK_MESSAGE(why.empty(), name << ": " << why);

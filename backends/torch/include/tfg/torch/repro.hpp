@@ -629,7 +629,7 @@ inline void write_python_repro(const model& m, const input_set& inputs, const re
      << "SLACK, ULPS, GRAD_SCALE, GRAD_REF_RTOL = " << co.reference_slack << ", " << co.magnitude_ulps << ", "
      << co.gradient_scale << ", " << co.gradient_reference_rtol << "\n"
      << "TIMEOUT_S = 60\n\n"
-     << "INPUTS, CONSTANTS = torch.load(os.path.join(HERE, 'repro_data.pt'))\n\n\n"
+     << "INPUTS, CONSTANTS = torch.load(os.path.join(HERE, 'repro_data.pt'), weights_only=False)\n\n\n"
      << "class Repro(torch.nn.Module):\n"
      << "    def __init__(self, constants: List[torch.Tensor]):\n"
      << "        super().__init__()\n"

@@ -170,7 +170,7 @@ expect_match("${OUT}" " 3 rounds recorded")
 # inputs as Python writes them: one-element lists, dicts, tuples, Python scalars as arguments
 file(REMOVE_RECURSE ${WORK}/kinds)
 file(MAKE_DIRECTORY ${WORK}/kinds)
-execute_process(COMMAND /usr/bin/python3 ${SRC}/tests/data/make_input_kinds.py ${WORK}/kinds RESULT_VARIABLE py_rc)
+execute_process(COMMAND ${PYTHON} ${SRC}/tests/data/make_input_kinds.py ${WORK}/kinds RESULT_VARIABLE py_rc)
 if(NOT py_rc EQUAL 0)
   message(FATAL_ERROR "tests/data/make_input_kinds.py failed (${py_rc})")
 endif()
@@ -185,7 +185,7 @@ run(2 ${FLOWMUT} profile ${SEED} --inputs ${WORK}/kinds/dict_in.inputs.pt)
 expect_match("${ERR}" "forward argument 1 \\(%x.1\\) is Tensor, the input gives Dict")
 run(2 ${FLOWMUT} profile ${WORK}/kinds/dict_in.pt --inputs ${WORK}/kinds/dict_in.missing_key.pt)
 expect_match("${ERR}" "aten::__getitem__.*KeyError")
-execute_process(COMMAND /usr/bin/python3 -c
+execute_process(COMMAND ${PYTHON} -c
   "import torch; torch.save([(torch.randn(1, 3, 8, 8),)], '${WORK}/one.pt'); torch.save([], '${WORK}/none.pt')")
 run(0 ${FLOWMUT} profile ${SEED} --inputs ${WORK}/one.pt)
 expect_match("${OUT}" "1 profiling inputs")
@@ -201,7 +201,7 @@ run(2 ${FLOWMUT} run ${SEED} --shape f32[2,x] --out ${WORK}/never)
 expect_match("${ERR}" "input spec `f32\\[2,x\\]`: `x` is not a dimension")
 
 # models that must not load or seed a campaign: a truncated tensor record, a random operator
-execute_process(COMMAND /usr/bin/python3 -c "
+execute_process(COMMAND ${PYTHON} -c "
 import zipfile
 zin = zipfile.ZipFile('${SEED}')
 zout = zipfile.ZipFile('${WORK}/truncated.pt', 'w', zipfile.ZIP_STORED)
@@ -217,8 +217,35 @@ foreach(cmd profile export)
   endif()
   expect_match("${ERR}" "truncated.pt: data/0: 10 bytes, the pickle declares 216 elements of FloatStorage \\(864 bytes\\): the archive is truncated or corrupt")
 endforeach()
+# Modules a newcomer tries that cannot be imported: each refusal names the file and a
+# true reason, never an empty one (scripted nn.LSTM has overloaded forwards; a module whose code
+# calls an operator no loaded library registers fails to load with a message that starts with a
+# newline).
+execute_process(COMMAND ${PYTHON} -W ignore -c "
+import torch
+torch.jit.script(torch.nn.LSTM(4, 8, batch_first=True)).save('${WORK}/lstm_script.pt')
+class M(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+torch.jit.trace(M(), torch.randn(2, 3)).save('${WORK}/relu_script.pt')
+import zipfile
+zin = zipfile.ZipFile('${WORK}/relu_script.pt')
+zout = zipfile.ZipFile('${WORK}/unknown_op.pt', 'w', zipfile.ZIP_STORED)
+for n in zin.namelist():
+    b = zin.read(n)
+    if n.endswith('code/__torch__.py'):
+        b = b.replace(b'torch.relu(x)', b'ops.tfg_nowhere.op(x)')
+    zout.writestr(n, b)
+zout.close()" RESULT_VARIABLE py_rc)
+if(NOT py_rc EQUAL 0)
+  message(FATAL_ERROR "${PYTHON} could not write the scripted LSTM and unknown-op models")
+endif()
+run(2 ${FLOWMUT} profile ${WORK}/lstm_script.pt --shape f32[1,5,4])
+expect_match("${ERR}" "lstm_script.pt: the scripted module has no single forward but the overloads forward__0, forward__1")
+run(2 ${FLOWMUT} profile ${WORK}/unknown_op.pt --shape f32[2,3])
+expect_match("${ERR}" "unknown_op.pt: cannot load TorchScript module: Unknown builtin op: tfg_nowhere::op")
 # NaN weights, NaN/Inf inputs: counted as information; op by op and forward agree NaN for NaN
-execute_process(COMMAND /usr/bin/python3 -c "
+execute_process(COMMAND ${PYTHON} -c "
 import torch
 m = torch.jit.load('${SEED}')
 w = [v for k, v in m.state_dict().items() if v.is_floating_point() and v.dim() > 1][0]
@@ -273,10 +300,10 @@ run(1 ${FLOWMUT} ops check ${WORK}/unknownop)
 expect_match("${OUT}" "error\\[E050\\]: no operator named aten::adaptive_avg_pool2x")
 
 # a torch.save'd tensor is named for what it is, not "failed locating file constants.pkl"
-execute_process(COMMAND /usr/bin/python3 -c "import torch; torch.save(torch.randn(3), '${WORK}/plain_tensor.pt')"
+execute_process(COMMAND ${PYTHON} -c "import torch; torch.save(torch.randn(3), '${WORK}/plain_tensor.pt')"
                 RESULT_VARIABLE py_rc)
 if(NOT py_rc EQUAL 0)
-  message(FATAL_ERROR "/usr/bin/python3 with torch (python3-torch) is needed to write a plain torch.save file")
+  message(FATAL_ERROR "${PYTHON} with torch is needed to write a plain torch.save file")
 endif()
 run(2 ${FLOWMUT} profile ${WORK}/plain_tensor.pt)
 expect_match("${ERR}" "plain_tensor.pt: not a TorchScript module: a torch.save'd object")

@@ -155,8 +155,7 @@ inline void save(const model& m, const std::string& path) {
   try {
     module.save(path);
   } catch (const std::exception& e) {
-    std::string what = e.what();
-    if (auto nl = what.find('\n'); nl != std::string::npos) what.resize(nl);
+    std::string what = first_line(e.what());
     throw model_error(path + ": cannot save the exported module: " + what);
   }
 }

@@ -196,8 +196,10 @@ class graph_translator {
       try {
         d.op = n->getOperation();
       } catch (const std::exception& e) {
-        std::string what = e.what();
-        if (auto nl = what.find('\n'); nl != std::string::npos) what.resize(nl);
+        std::string what = first_line(e.what());
+        if (d.kind == c10::prim::DictConstruct)
+          fail(n, "the model builds a dict (as a return value: traced with strict=False?); dict values are not "
+                  "supported, return a tuple of tensors instead (" + what + ")");
         fail(n, "unsupported operator (no kernel): " + what);
       }
     }
@@ -276,13 +278,17 @@ class graph_translator {
   } catch (const model_error&) {
     throw;
   } catch (const std::exception& e) {
-    std::string what = e.what();
-    if (auto nl = what.find('\n'); nl != std::string::npos) what.resize(nl);
+    std::string what = first_line(e.what());
     // A zip archive without TorchScript's constants: what torch.save writes for a tensor, a
     // state dict or a pickled nn.Module.
     if (what.find("constants.pkl") != std::string::npos)
       throw model_error(path + ": not a TorchScript module: a torch.save'd object (a tensor, a state dict or a "
                                "pickled nn.Module?); save a scripted or traced module with torch.jit.save");
+    // An operator of an extension library (torchvision::nms, a custom op): LibTorch registers
+    // it only when that library is loaded, and flowmut loads none.
+    if (what.rfind("Unknown builtin op: ", 0) == 0 && what.find("aten::") == std::string::npos &&
+        what.find("prim::") == std::string::npos)
+      what += " (an operator of an extension library, which this LibTorch process has not loaded)";
     throw model_error(path + ": cannot load TorchScript module: " + what);
   }
 }
@@ -319,14 +325,25 @@ class torchscript_importer final : public importer {
   [[nodiscard]] std::string_view format() const override { return "torchscript"; }
 
   [[nodiscard]] static model from_module(const ::torch::jit::Module& module, const std::string& source) {
+    // A scripted nn.LSTM / nn.GRU has no `forward`: TorchScript compiles one method per overload
+    // (forward__0 for a tensor, forward__1 for a PackedSequence), which freezing cannot pick from.
+    if (!module.find_method("forward")) {
+      std::string overloads;
+      for (const auto& m : module.get_methods())
+        if (m.name().rfind("forward__", 0) == 0) overloads += (overloads.empty() ? "" : ", ") + m.name();
+      if (!overloads.empty())
+        throw model_error(source + ": the scripted module has no single forward but the overloads " + overloads +
+                          " (as torch.jit.script makes of nn.LSTM and nn.GRU); trace it with torch.jit.trace, or "
+                          "script a wrapper module whose forward calls it with tensors");
+      throw model_error(source + ": the module has no forward method");
+    }
     std::shared_ptr<::torch::jit::Graph> graph;
     try {
       graph = frozen_forward_graph(module);
     } catch (const model_error&) {
       throw;
     } catch (const std::exception& e) {
-      std::string what = e.what();
-      if (auto nl = what.find('\n'); nl != std::string::npos) what.resize(nl);
+      std::string what = first_line(e.what());
       throw model_error(source + ": cannot freeze the module: " + what);
     }
     validate_storages(*graph, source);  // constants of the code (constants.pkl) included

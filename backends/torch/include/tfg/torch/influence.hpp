@@ -574,8 +574,7 @@ class perturber {
       }
     } catch (const std::exception& e) {
       gradient_ok = false;
-      std::string what = e.what();
-      if (auto nl = what.find('\n'); nl != std::string::npos) what.resize(nl);
+      std::string what = first_line(e.what());
       r.note = "autograd failed: " + what + "; every edge by perturbation";
       st = id::gradient_state(g);
     }

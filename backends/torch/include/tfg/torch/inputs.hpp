@@ -30,8 +30,7 @@ using input_set = std::vector<std::vector<c10::IValue>>;  ///< one positional-ar
   try {
     v = pickle_load_compatible(bytes);
   } catch (const std::exception& e) {
-    std::string what = e.what();
-    if (auto nl = what.find('\n'); nl != std::string::npos) what.resize(nl);
+    std::string what = first_line(e.what());
     throw model_error(path + ": not a torch.save'd list of inputs: " + what);
   }
   if (!v.isList()) throw model_error(path + ": expected a list of inputs, found " + v.tagKind());

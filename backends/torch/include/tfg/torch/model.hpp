@@ -27,6 +27,22 @@ class model_error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// The first non-blank line of a framework error message (LibTorch's TorchScript errors often
+/// begin with a newline), without surrounding blanks; "no message from LibTorch" when there is
+/// none, so that no error a user sees ends in an empty reason.
+[[nodiscard]] inline std::string first_line(std::string_view what) {
+  while (!what.empty()) {
+    const auto nl = what.find('\n');
+    auto line = what.substr(0, nl);
+    while (!line.empty() && (line.front() == ' ' || line.front() == '\t' || line.front() == '\r')) line.remove_prefix(1);
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r')) line.remove_suffix(1);
+    if (!line.empty()) return std::string(line);
+    if (nl == std::string_view::npos) break;
+    what.remove_prefix(nl + 1);
+  }
+  return "no message from LibTorch";
+}
+
 /// A framework error message without the c10 backtrace ("\nException raised from ...") and
 /// trailing blank lines.
 [[nodiscard]] inline std::string clean_error(std::string what) {

@@ -141,7 +141,6 @@ template <class Adapter>
   };
   // Stages one node, runs it locally when shapes are wanted, and returns its first output.
   std::string local_error;  // why the local probe could not run a staged node
-  auto first_line = [](std::string_view w) { return std::string(w.substr(0, w.find('\n'))); };
   auto stage = [&](built_node built, std::vector<graph::value_ref> node_inputs) -> graph::staged_node {
     std::optional<node_data> copy;
     if (wants_shapes) copy = built.data;
@@ -534,8 +533,7 @@ template <class Adapter>
     profiler prof({c10::Device(c10::kCPU), true, false, false});
     mu.probe = prof.run(mu.graph_model, inputs);
   } catch (const std::exception& e) {
-    std::string what = e.what();
-    if (auto nl = what.find('\n'); nl != std::string::npos) what.resize(nl);
+    std::string what = first_line(e.what());
     return mutation_failure{match::reject_stage::output, op.name + ": the mutant does not run: " + what};
   }
   detail::mutant_probe probe(mu);

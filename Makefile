@@ -26,15 +26,16 @@ build: deps $(BUILD)/build.ninja
 # profiles the bundled seed, then runs a short campaign on it with live status (round 0 judges
 # the seed itself; findings are reduced to repro.py and issue.md within 60 s), prints the
 # campaign's summary and writes build/demo/report.html; then a 5-round campaign on a generated
-# seed with a known LibTorch 1.13 defect, whose finding is reduced to repro.py and issue.md
+# seed with a known TorchScript defect (1.13 and 2.15), whose finding is reduced to repro.py and issue.md
 # (build/demo-defect/report.html).
 demo: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS) --target flowmut
+	$(BUILD)/tools/flowmut --version
 	$(BUILD)/tools/flowmut profile tests/data/tiny_mix.pt
 	$(BUILD)/tools/flowmut run tests/data/tiny_mix.pt --rounds 20 --out $(BUILD)/demo --force --reduce-budget 60
 	$(BUILD)/tools/flowmut summary $(BUILD)/demo | tail -n 25
 	$(BUILD)/tools/flowmut report $(BUILD)/demo
-	@echo "== a seed with a known LibTorch 1.13 defect (docs/findings.md F2): found at round 0, reduced, reproduced"
+	@echo "== a seed with a known TorchScript defect (docs/findings.md F2, on 1.13 and 2.15): found at round 0, reduced, reproduced"
 	$(PYTHON) tests/data/make_repro_seeds.py $(BUILD)/demo-seeds
 	$(BUILD)/tools/flowmut run $(BUILD)/demo-seeds/gelu_tanh_conv.pt --rounds 5 --out $(BUILD)/demo-defect --force -q \
 	  --reduce-budget 60 --config eager_op_by_op --config frozen_optimized --config float64_reference

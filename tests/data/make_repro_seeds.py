@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Seeds with a known LibTorch 1.13 defect, for the reduction and reproducer tests.
+"""Seeds with a known TorchScript defect (LibTorch 1.13 and 2.15), for the reduction and reproducer tests.
 
 gelu_tanh_conv.pt: a small conv net whose gelu(approximate='tanh') follows a convolution.
 torch.jit.optimize_for_inference converts it to an MKLDNN gelu that supports only the exact
@@ -9,7 +9,7 @@ dropout_p0.pt: a conv net with dropout(x, 0.0, train=True) (as swin_v2_t's atten
 under TorchScript autodiff the dropout becomes native_dropout, which draws random numbers even
 at p = 0, while eager dropout does not (docs/findings.md, F5): a `state` finding at round 0.
 
-Usage: make_repro_seeds.py OUT_DIR   (needs Debian's python3-torch: run with /usr/bin/python3)
+Usage: make_repro_seeds.py OUT_DIR   (run with the Python of the build under test: .venv/bin/python or /usr/bin/python3)
 """
 import os
 import sys

@@ -10,7 +10,7 @@ BUILD_113 ?= build-1.13
 PYTHON = $(if $(filter system,$(LIBTORCH)),/usr/bin/python3,$(CURDIR)/.venv/bin/python)
 export GLOG_minloglevel ?= 2
 
-.PHONY: demo test test-1.13 deps build bench zoo clean check-headers
+.PHONY: demo test test-1.13 deps build bench zoo zoo3p clean check-headers
 
 deps:
 	@tools/setup-deps.sh
@@ -56,6 +56,10 @@ check-headers: deps $(BUILD)/build.ninja
 
 zoo: deps
 	$(PYTHON) examples/seeds/make_zoo.py $(BUILD)/zoo
+
+# The third-party zoo: torchvision, timm and transformers models as .pt2 and .pt (LibTorch 2.x).
+zoo3p: deps
+	$(PYTHON) examples/seeds/make_zoo3p.py $(BUILD)/zoo3p
 
 bench: build zoo
 	$(BUILD)/bench/tfg_bench_profile --zoo=$(BUILD)/zoo --benchmark_min_time=1

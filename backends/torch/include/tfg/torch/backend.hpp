@@ -12,6 +12,7 @@
 #include <tfg/torch/export.hpp>
 #include <tfg/torch/externs.hpp>
 #include <tfg/torch/import.hpp>
+#include <tfg/torch/pt2.hpp>
 #include <tfg/torch/influence.hpp>
 #include <tfg/torch/inputs.hpp>
 #include <tfg/torch/ivalue.hpp>
@@ -36,11 +37,17 @@
 
 namespace tfg::torch {
 
-/// Writes profiling inputs as `torch.save` does for a list of argument tuples (atomically).
+/// Writes profiling inputs as `torch.save` does for a list of argument tuples (atomically). On
+/// LibTorch 2.x without TorchScript's type tags, so that plain `torch.load` (weights_only, the
+/// default since 2.6) reads a campaign's inputs.pt.
 inline void save_inputs(const input_set& inputs, const std::filesystem::path& path) {
   c10::impl::GenericList list(c10::AnyType::get());
   for (const auto& x : inputs) list.push_back(c10::ivalue::Tuple::create(x));
+#if TFG_HAS_PT2
+  const auto bytes = pt2_detail::torch_save_bytes(c10::IValue(list));
+#else
   const auto bytes = ::torch::jit::pickle_save(c10::IValue(list));
+#endif
   write_file_atomic(path, std::string_view(bytes.data(), bytes.size()));
 }
 
@@ -60,7 +67,7 @@ class backend {
 
   // ---- models and inputs ---------------------------------------------------------------------
 
-  [[nodiscard]] model load(const std::filesystem::path& p) const { return torchscript_importer().load(p.string()); }
+  [[nodiscard]] model load(const std::filesystem::path& p) const { return load_any(p.string()); }
 
   /// Exports `m` to `p` through a temporary file and a rename; an export failure throws
   /// model_error with the framework's message (backtrace trimmed).
@@ -76,14 +83,14 @@ class backend {
     std::filesystem::rename(tmp, p);
   }
 
-  /// The inputs file if given, else MODEL.inputs.pt beside the model, else 3 random inputs
-  /// synthesised from the traced input types.
+  /// The inputs file if given, else MODEL.inputs.pt beside the model, else default_inputs: a
+  /// `.pt2` program's sample inputs and two variants, or 3 random inputs from the traced types.
   [[nodiscard]] input_set seed_inputs(const model& m, const std::filesystem::path& model_path,
                                       const std::filesystem::path& inputs_path) const {
     if (!inputs_path.empty()) return tfg::torch::load_inputs(inputs_path.string(), m);
     const auto conventional = inputs_path_for(model_path.string());
     if (std::filesystem::exists(conventional)) return tfg::torch::load_inputs(conventional, m);
-    return random_inputs(m, 3);
+    return default_inputs(m, 3);
   }
   [[nodiscard]] input_set load_inputs(const std::filesystem::path& p) const { return tfg::torch::load_inputs(p.string()); }
   /// "" when op-by-op execution of the seed reproduces TorchScript's forward (seed_check.hpp).

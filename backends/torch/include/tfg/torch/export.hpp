@@ -23,6 +23,9 @@ class graph_builder {
  public:
   graph_builder(const model& m, std::shared_ptr<::torch::jit::Graph> g) : m_(m), g_(std::move(g)) {}
 
+  /// The TorchScript value of each TFG edge (by graph::index), after build().
+  [[nodiscard]] const std::unordered_map<std::size_t, ::torch::jit::Value*>& values() const { return value_of_; }
+
   void build() {
     namespace jit = ::torch::jit;
     const auto& tg = m_.graph;

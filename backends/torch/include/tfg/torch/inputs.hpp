@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -96,7 +97,20 @@ inline void conform_inputs(const model& m, input_set& in) {
     if (in[k].size() != args.size())
       throw model_error(m.source + ": forward takes " + std::to_string(args.size()) + " argument(s), input " +
                         std::to_string(k + 1) + " gives " + std::to_string(in[k].size()));
-    for (std::size_t i = 0; i < args.size(); ++i) in[k][i] = conform(in[k][i], m.graph.data(args[i]).type);
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      in[k][i] = conform(in[k][i], m.graph.data(args[i]).type);
+      // A torch.export program has static shapes: an input of other sizes would run (ATen
+      // broadcasts and reshapes as told) but not as the program the user exported.
+      if (!m.pt2 || !in[k][i].isTensor()) continue;
+      const auto tt = m.graph.data(args[i]).type->cast<c10::TensorType>();
+      const auto want = tt ? tt->sizes().concrete_sizes() : std::nullopt;
+      const auto got = in[k][i].toTensor().sizes().vec();
+      if (want && *want != got)
+        throw model_error(m.source + ": input " + std::to_string(k + 1) + ", argument " + std::to_string(i + 1) +
+                          " has shape " + c10::str(c10::IntArrayRef(got)) + "; the program was exported for " + c10::str(c10::IntArrayRef(*want)) +
+                          " (torch.export programs have static shapes: give inputs of these shapes, or export "
+                          "the model for the shapes you want)");
+    }
   }
 }
 

@@ -12,6 +12,7 @@
 #include <tfg/torch/compat.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string_view>
 #include <utility>
@@ -106,12 +107,18 @@ struct output_tree {
   std::vector<output_tree> items;
 };
 
+struct pt2_program;  // pt2.hpp: the torch.export program a model was imported from
+
 /// A model as the framework sees it: the TFG plus what is needed to run and rebuild it.
 struct model {
   graph_type graph;
   output_tree output;
   std::string source;         ///< file it came from (or a description)
   std::vector<std::string> input_names;
+  /// The exported program (`.pt2`) the model was read from, if it was: its weights' names and
+  /// the program's metadata, for writing the model or a mutant back as a `.pt2`. Shared by
+  /// mutants (a copy of the model copies the pointer).
+  std::shared_ptr<const pt2_program> pt2;
 };
 
 [[nodiscard]] inline state::value_kind kind_of(const c10::TypePtr& t) {

@@ -4,9 +4,12 @@
 /// imported model must reproduce TorchScript's forward of the same frozen graph bit for bit
 /// (NaN equal to NaN). Where it does not, every finding on that seed would be flowmut's own
 /// import or execution, not the framework's: `run` refuses the seed, naming the first node
-/// whose output differs.
+/// whose output differs. For a `.pt2` seed, the TorchScript graph built from the program's
+/// nodes is run by TorchScript's executor (LibTorch's C++ runtime for exported programs is not
+/// part of the wheel's public library).
 #include <tfg/torch/compare.hpp>
 #include <tfg/torch/execute.hpp>
+#include <tfg/torch/export.hpp>
 #include <tfg/torch/import.hpp>
 #include <tfg/torch/inputs.hpp>
 #include <tfg/torch/ivalue.hpp>
@@ -23,7 +26,9 @@ namespace tfg::torch {
 /// every input of `inputs`, else what differs: the first node (in execution order) whose
 /// tensor output differs, or the output. Runs in this process (as profiling does).
 [[nodiscard]] inline std::string check_seed(const model& m, const std::string& path, const input_set& inputs) {
-  auto module = load_module(path);
+  // A torch.export program has no TorchScript module of its own: its graph, as the importer
+  // built it from the program, is the one TorchScript's executor runs.
+  auto module = m.pt2 ? to_module(m) : load_module(path);
   module.eval();
   auto graph = frozen_forward_graph(module);
   std::vector<::torch::jit::Value*> inner;  // every tensor a node produces, in node order

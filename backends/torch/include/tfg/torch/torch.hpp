@@ -4,6 +4,7 @@
 #include <tfg/torch/execute.hpp>
 #include <tfg/torch/export.hpp>
 #include <tfg/torch/import.hpp>
+#include <tfg/torch/pt2.hpp>
 #include <tfg/torch/inputs.hpp>
 #include <tfg/torch/ivalue.hpp>
 #include <tfg/torch/model.hpp>

@@ -18,6 +18,7 @@
 #include <tfg/torch/compare.hpp>
 #include <tfg/torch/configs.hpp>
 #include <tfg/torch/import.hpp>
+#include <tfg/torch/pt2.hpp>
 #include <tfg/torch/inputs.hpp>
 #include <tfg/torch/localise.hpp>
 #include <tfg/oracle/nan_propagation.hpp>
@@ -138,7 +139,7 @@ struct float64_judgement {
   const input_set* inputs = nullptr;
   worker_detail::write_current(st, {{"id", req.id}, {"model", req.model}, {"config", "load"}, {"pid", ::getpid()}});
   try {
-    m = torchscript_importer().load(req.model);
+    m = load_any(req.model);
     auto it = st.inputs.find(req.inputs);
     if (it == st.inputs.end()) it = st.inputs.emplace(req.inputs, load_inputs(req.inputs, m)).first;
     inputs = &it->second;
@@ -261,7 +262,7 @@ struct float64_judgement {
     const auto meta_t0 = std::chrono::steady_clock::now();
     worker_detail::write_current(st, {{"id", req.id}, {"model", req.seed_model}, {"config", "metamorphic"}, {"pid", ::getpid()}});
     try {
-      const auto seed = torchscript_importer().load(req.seed_model);
+      const auto seed = load_any(req.seed_model);
       const auto mine = results.find("eager_op_by_op");
       const auto theirs = run_config("eager_op_by_op", seed, *inputs, ro);
       if (mine != results.end() && mine->second.ok() && theirs.ok()) {
@@ -353,7 +354,7 @@ struct float64_judgement {
     const auto stamp = std::filesystem::last_write_time(req.model, ec);
     const std::string key = req.model + "@" + std::to_string(ec ? 0 : stamp.time_since_epoch().count());
     if (key != st.model_key || !st.loaded) {
-      st.loaded.emplace(torchscript_importer().load(req.model));
+      st.loaded.emplace(load_any(req.model));
       st.model_key = key;
       st.cache = {};
     }

@@ -306,6 +306,32 @@ graph(%x : Tensor, %c : bool):
     CHECK(msg.find("prim::If") != std::string::npos);
     CHECK(msg.find("control flow is not supported") != std::string::npos);
   }
+  SUBCASE("a torch.export archive: read on 2.x, refused on 1.13 with the reason; never an empty message") {
+    // An archive as torch.export.save begins one (archive_format = pt2), without a program.
+    const auto path = (std::filesystem::temp_directory_path() / "tfg_no_program.pt2").string();
+    {
+      caffe2::serialize::PyTorchStreamWriter w(path);
+      const std::string fmt = "pt2";
+      w.writeRecord("archive_format", fmt.data(), fmt.size());
+      w.writeEndOfFile();
+    }
+    CHECK(tt::looks_like_pt2(path));
+    CHECK(tt::format_of(path) == "torch.export");
+    std::string msg;
+    try {
+      (void)tt::load_any(path);
+    } catch (const tt::model_error& e) {
+      msg = e.what();
+    }
+    CAPTURE(msg);
+    CHECK(msg.find(path + ": ") == 0);
+#if TFG_HAS_PT2
+    CHECK(msg.find("holds no program") != std::string::npos);
+#else
+    CHECK(msg.find("needs the LibTorch 2.x build") != std::string::npos);
+#endif
+    std::filesystem::remove(path);
+  }
   SUBCASE("a failing operator at run time names the node") {
     auto m = from_ir(R"IR(
 graph(%x : Tensor, %w : Tensor):

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """The newcomer matrix: torchvision models and torch.nn recurrent/transformer modules saved the
-way a new user would try them, scripted (torch.jit.script) and traced (torch.jit.trace), with
-random weights and three profiling inputs each (NAME.inputs.pt). Prints one line per model and
-form: saved, or why torch refused it.
+way a new user would try them, scripted (torch.jit.script), traced (torch.jit.trace) and, on
+PyTorch 2.x, exported (torch.export.export + torch.export.save to NAME.export.pt2, whose
+profiling inputs are the program's sample inputs), with random weights and three profiling
+inputs each (NAME.FORM.inputs.pt). Prints one line per model and form: saved, or why torch
+refused it.
 
 Usage: make_models.py OUT_DIR   (run with the Python of the build under test)
 """
@@ -47,9 +49,14 @@ for name, (make, inputs) in models.items():
     if only and name not in only:
         continue
     m = make().eval()
-    for form in ("script", "trace"):
+    forms = ("script", "trace", "export") if hasattr(torch, "export") and hasattr(torch.export, "save") else ("script", "trace")
+    for form in forms:
         path = os.path.join(out, "%s.%s.pt" % (name, form))
         try:
+            if form == "export":
+                torch.export.save(torch.export.export(m, inputs[0]), path + "2")
+                print("%-30s %-6s saved" % (name, form), flush=True)
+                continue
             if form == "script":
                 s = torch.jit.script(m)
             else:

@@ -91,7 +91,10 @@ class graph_translator {
     namespace jit = ::torch::jit;
     const auto kind = n->kind();
     if (!n->blocks().empty())
-      fail(n, "control flow is not supported; export the model with torch.jit.trace");
+      fail(n, TFG_TORCH_AT_LEAST(2, 6)
+                  ? "control flow is not supported; export the model with torch.export (torch.export.save to a "
+                    ".pt2: the program takes the branch of its example inputs) or trace it with torch.jit.trace"
+                  : "control flow is not supported; export the model with torch.jit.trace");
     if (kind == c10::prim::Constant) {
       auto v = n->output();
       auto iv = jit::toIValue(v);

@@ -103,7 +103,7 @@ inline void conform_inputs(const model& m, input_set& in) {
       // broadcasts and reshapes as told) but not as the program the user exported.
       if (!m.pt2 || !in[k][i].isTensor()) continue;
       const auto tt = m.graph.data(args[i]).type->cast<c10::TensorType>();
-      const auto want = tt ? tt->sizes().concrete_sizes() : std::nullopt;
+      const auto want = tt ? tt->sizes().concrete_sizes() : decltype(tt->sizes().concrete_sizes()){};
       const auto got = in[k][i].toTensor().sizes().vec();
       if (want && *want != got)
         throw model_error(m.source + ": input " + std::to_string(k + 1) + ", argument " + std::to_string(i + 1) +

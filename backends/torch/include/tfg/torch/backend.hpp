@@ -38,13 +38,29 @@
 namespace tfg::torch {
 
 /// Writes profiling inputs as `torch.save` does for a list of argument tuples (atomically). On
-/// LibTorch 2.x without TorchScript's type tags, so that plain `torch.load` (weights_only, the
-/// default since 2.6) reads a campaign's inputs.pt.
+/// LibTorch 2.x, inputs of tensors and scalars are written without TorchScript's type tags, so
+/// that plain `torch.load` (weights_only, the default since 2.6) reads a campaign's inputs.pt;
+/// an input with a dict or a list keeps the tags, which type the container for forward
+/// (`Dict[str, Tensor]`, not `Dict[Any, Any]`) when flowmut reads it back.
 inline void save_inputs(const input_set& inputs, const std::filesystem::path& path) {
   c10::impl::GenericList list(c10::AnyType::get());
   for (const auto& x : inputs) list.push_back(c10::ivalue::Tuple::create(x));
 #if TFG_HAS_PT2
-  const auto bytes = pt2_detail::torch_save_bytes(c10::IValue(list));
+  auto has_container = [](const c10::IValue& v, auto& self) -> bool {
+    if (v.isGenericDict() || v.isList()) return true;
+    if (v.isTuple())
+      for (const auto& e : v.toTupleRef().elements())
+        if (self(e, self)) return true;
+    return false;
+  };
+  bool containers = false;
+  for (const auto& x : inputs)
+    for (const auto& a : x) containers = containers || has_container(a, has_container);
+  const auto bytes = containers ? ::torch::jit::pickle_save(c10::IValue(list))
+                                : [&] {
+                                    const auto b = pt2_detail::torch_save_bytes(c10::IValue(list));
+                                    return std::vector<char>(b.begin(), b.end());
+                                  }();
 #else
   const auto bytes = ::torch::jit::pickle_save(c10::IValue(list));
 #endif

@@ -259,11 +259,18 @@ class writer {
       const auto sep = name.find("::");
       const auto ns = name.substr(0, sep);
       call = (ts_ && ns == "aten" ? std::string("torch.") : "torch.ops." + ns + ".") + name.substr(sep + 2) + "(";
+      bool first = true;
       for (std::size_t i = 0; i < d.args.size(); ++i) {
         const auto& f = schema->arguments()[i];
-        if (i) call += ", ";
+        auto text = argument_text(n, d.args[i], real_kind(f));
+        // A keyword-only argument at its default None is left out: Python's overload packet
+        // refuses `torch.ops.aten.arange(0, n, 1, dtype=..., layout=None, pin_memory=None)`
+        // (PyTorch 2.15: "expected at most 2 argument(s)"), which torch.export programs carry.
+        if (f.kwarg_only() && text == "None" && f.default_value() && f.default_value()->isNone()) continue;
+        if (!first) call += ", ";
+        first = false;
         if (f.kwarg_only()) call += f.name() + "=";
-        call += argument_text(n, d.args[i], real_kind(f));
+        call += text;
       }
       call += ")";
     } else if (d.kind == c10::prim::TupleConstruct || d.kind == c10::prim::ListConstruct) {

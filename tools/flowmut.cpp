@@ -53,9 +53,7 @@ tfg::torch::input_set inputs_for(const tfg::torch::model& m, const std::string& 
     return tfg::torch::random_inputs(specs, random ? random : 3);
   }
   if (random > 0) return tfg::torch::random_inputs(m, random);
-  auto conventional = tfg::torch::inputs_path_for(model_path);
-  if (std::ifstream(conventional).good()) return tfg::torch::load_inputs(conventional, m);
-  return tfg::torch::default_inputs(m, 3);
+  return tfg::torch::backend().seed_inputs(m, model_path, inputs_path);  // the file, MODEL.inputs.pt, else default_inputs
 }
 
 int run_profile(const profile_args& a) {

@@ -46,24 +46,22 @@ inline void save_inputs(const input_set& inputs, const std::filesystem::path& pa
   c10::impl::GenericList list(c10::AnyType::get());
   for (const auto& x : inputs) list.push_back(c10::ivalue::Tuple::create(x));
 #if TFG_HAS_PT2
-  auto has_container = [](const c10::IValue& v, auto& self) -> bool {
+  // Whether a value holds a dict or a list, at any depth of tuples.
+  const auto container = [](const c10::IValue& v, const auto& self) -> bool {
     if (v.isGenericDict() || v.isList()) return true;
-    if (v.isTuple())
-      for (const auto& e : v.toTupleRef().elements())
-        if (self(e, self)) return true;
-    return false;
+    if (!v.isTuple()) return false;
+    const auto& e = v.toTupleRef().elements();
+    return std::any_of(e.begin(), e.end(), [&](const c10::IValue& x) { return self(x, self); });
   };
-  bool containers = false;
-  for (const auto& x : inputs)
-    for (const auto& a : x) containers = containers || has_container(a, has_container);
-  const auto bytes = containers ? ::torch::jit::pickle_save(c10::IValue(list))
-                                : [&] {
-                                    const auto b = pt2_detail::torch_save_bytes(c10::IValue(list));
-                                    return std::vector<char>(b.begin(), b.end());
-                                  }();
-#else
-  const auto bytes = ::torch::jit::pickle_save(c10::IValue(list));
+  const bool containers = std::any_of(inputs.begin(), inputs.end(), [&](const std::vector<c10::IValue>& x) {
+    return std::any_of(x.begin(), x.end(), [&](const c10::IValue& a) { return container(a, container); });
+  });
+  if (!containers) {
+    write_file_atomic(path, pt2_detail::torch_save_bytes(c10::IValue(list)));
+    return;
+  }
 #endif
+  const auto bytes = ::torch::jit::pickle_save(c10::IValue(list));
   write_file_atomic(path, std::string_view(bytes.data(), bytes.size()));
 }
 

@@ -21,6 +21,7 @@
 #include <tfg/torch/model.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -30,6 +31,7 @@
 
 #include <tfg/torch/import.hpp>
 #include <tfg/torch/inputs.hpp>
+#include <tfg/torch/ivalue.hpp>
 
 #if TFG_TORCH_AT_LEAST(2, 6) && __has_include(<torch/csrc/utils/generated_serialization_types.h>)
 #define TFG_HAS_PT2 1
@@ -72,6 +74,23 @@ namespace tfg::torch {
 #if TFG_HAS_PT2
 
 namespace ser = ::torch::_export;
+
+namespace pt2_detail {
+/// `s` as a Python identifier, which FX names and forward's argument names must be: every other
+/// character an underscore, `prefix` put before a leading digit (or an empty name).
+[[nodiscard]] inline std::string identifier(std::string s, const char* prefix = "v_") {
+  for (char& c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) c = '_';
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) s = prefix + s;
+  return s;
+}
+
+[[nodiscard]] inline ser::F64 f64(double d) {
+  ser::F64 f;
+  f.set(d);
+  return f;
+}
+}  // namespace pt2_detail
 
 /// What the importer keeps of a `.pt2` seed, to write the seed or its mutants back.
 struct pt2_program {
@@ -275,7 +294,7 @@ class program_reader {
             fail("the forward takes a non-tensor argument (a constant export specialised); only tensor "
                  "arguments are supported");
           const auto& name = a.get_as_tensor().get_name();
-          auto* v = g_->addInput(safe_name(name));
+          auto* v = g_->addInput(pt2_detail::identifier(name));
           v->setType(input_type(name));
           value_[name] = v;
           break;
@@ -352,12 +371,6 @@ class program_reader {
     throw model_error(msg + what);
   }
 
-  static std::string safe_name(const std::string& s) {
-    std::string out;
-    for (char c : s) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
-    if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "v_" + out;
-    return out;
-  }
 
   c10::TypePtr input_type(const std::string& name) const {
     auto it = metas_->find(name);
@@ -374,7 +387,7 @@ class program_reader {
     if (it == weights_.end())
       fail("the weight or constant `" + fqn + "` (placeholder " + placeholder + ") is not in the archive");
     auto* v = g_->insertConstant(c10::IValue(it->second));
-    v->setDebugName(safe_name(placeholder));
+    v->setDebugName(pt2_detail::identifier(placeholder));
     value_[placeholder] = v;
     weight_of_[placeholder] = fqn;
   }
@@ -562,13 +575,13 @@ class program_reader {
       const auto& o = outs[i];
       using T = ser::Argument::Tag;
       if (o.tag() == T::AS_TENSOR) {
-        jn->output(i)->setDebugName(safe_name(o.get_as_tensor().get_name()));
+        jn->output(i)->setDebugName(pt2_detail::identifier(o.get_as_tensor().get_name()));
         value_[o.get_as_tensor().get_name()] = jn->output(i);
       } else if (o.tag() == T::AS_TENSORS) {
         const auto& names = o.get_as_tensors();
         auto* unpack = g_->insertNode(g_->createListUnpack(jn->output(i), names.size()));
         for (std::size_t j = 0; j < names.size(); ++j) {
-          unpack->output(j)->setDebugName(safe_name(names[j].get_name()));
+          unpack->output(j)->setDebugName(pt2_detail::identifier(names[j].get_name()));
           value_[names[j].get_name()] = unpack->output(j);
         }
       } else if (o.tag() == T::AS_NONE) {
@@ -798,11 +811,6 @@ class program_writer {
     std::unordered_map<std::string, ser::PayloadMeta> wconf, cconf;
     std::vector<std::pair<std::string, at::Tensor>> payloads;  // record name, tensor
 
-    auto name_of = [&](const jit::Value* v) -> const std::string& {
-      auto it = names_.find(v);
-      if (it != names_.end()) return it->second;
-      return names_[v] = unique(v->debugNameBase().empty() ? "v" : v->debugNameBase());
-    };
     auto meta_of = [&](const jit::Value* v, const at::Tensor& t) { metas[name_of(v)] = tensor_meta(t); };
     auto tensor_arg = [&](const jit::Value* v) {
       ser::TensorArgument t;
@@ -980,9 +988,7 @@ class program_writer {
       // A Python identifier, distinct from the others (a TorchScript graph names them `x.1`).
       std::string a = i < m_.input_names.size() && !m_.input_names[i].empty() ? m_.input_names[i] : "x";
       if (const auto dot = a.find('.'); dot != std::string::npos && dot > 0) a.resize(dot);
-      for (char& c : a)
-        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) c = '_';
-      if (std::isdigit(static_cast<unsigned char>(a[0]))) a = "x_" + a;
+      a = pt2_detail::identifier(std::move(a), "x_");
       while (std::find(arg_names.begin(), arg_names.end(), a) != arg_names.end()) a += "_" + std::to_string(i);
       arg_names.push_back(a);
     }
@@ -1042,10 +1048,15 @@ class program_writer {
   }
 
  private:
+  /// The program's name of `v`: the one given before, else a new one from its debug name.
+  const std::string& name_of(const ::torch::jit::Value* v) {
+    auto it = names_.find(v);
+    if (it != names_.end()) return it->second;
+    return names_[v] = unique(v->debugNameBase().empty() ? "v" : v->debugNameBase());
+  }
+
   std::string unique(std::string base) {
-    for (char& c : base)
-      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) c = '_';
-    if (base.empty() || std::isdigit(static_cast<unsigned char>(base[0]))) base = "v_" + base;
+    base = pt2_detail::identifier(std::move(base));
     std::string name = base;
     for (std::size_t i = 1; used_.count(name); ++i) name = base + "_" + std::to_string(i);
     used_.insert(name);
@@ -1085,7 +1096,7 @@ class program_writer {
           auto it = value.find(u);
           if (it != value.end() && it->second.isTensor()) meta_of(u, it->second.toTensor());
           ser::TensorArgument t;
-          t.set_name(names_.count(u) ? names_.at(u) : (names_[u] = unique(u->debugNameBase().empty() ? "v" : u->debugNameBase())));
+          t.set_name(name_of(u));
           items.push_back(t);
         }
         a.set_as_tensors(items);
@@ -1099,7 +1110,7 @@ class program_writer {
         }
         meta_of(o, it->second.toTensor());
         ser::TensorArgument t;
-        t.set_name(names_.count(o) ? names_.at(o) : (names_[o] = unique(o->debugNameBase().empty() ? "v" : o->debugNameBase())));
+        t.set_name(name_of(o));
         a.set_as_tensor(t);
       } else {
         throw model_error(m_.source + ": export to .pt2: " + std::string(n->kind().toQualString()) +
@@ -1196,20 +1207,14 @@ class program_writer {
     } else if (v.isInt()) {
       a.set_as_int(v.toInt());
     } else if (v.isDouble()) {
-      ser::F64 f;
-      f.set(v.toDouble());
-      a.set_as_float(f);
+      a.set_as_float(f64(v.toDouble()));
     } else if (v.isString()) {
       a.set_as_string(v.toStringRef());
     } else if (v.isIntList()) {
       a.set_as_ints(v.toIntVector());
     } else if (v.isDoubleList()) {
       std::vector<ser::F64> fs;
-      for (double d : v.toDoubleVector()) {
-        ser::F64 f;
-        f.set(d);
-        fs.push_back(f);
-      }
+      for (double d : v.toDoubleVector()) fs.push_back(f64(d));
       a.set_as_floats(fs);
     } else if (v.isBoolList()) {
       std::vector<bool> bs;
@@ -1287,15 +1292,10 @@ inline void save_pt2(const model& m, const std::vector<c10::IValue>& args, const
   if (m.pt2 && !m.pt2->sample_args.empty() && count > 0) {
     at::Generator gen = at::detail::createCPUGenerator(seed);
     input_set out{m.pt2->sample_args};
-    while (out.size() < count) {
-      auto v = m.pt2->sample_args;
-      for (auto& a : v)
-        if (a.isTensor() && at::isFloatingType(a.toTensor().scalar_type())) {
-          const auto& t = a.toTensor();
-          a = at::randn(t.sizes(), gen, t.options());
-        }
-      out.push_back(std::move(v));
-    }
+    while (out.size() < count)
+      out.push_back(ivalue::deep_clone(m.pt2->sample_args, [&](const at::Tensor& t) {
+        return at::isFloatingType(t.scalar_type()) ? at::randn(t.sizes(), gen, t.options()) : t.clone();
+      }));
     return out;
   }
 #endif

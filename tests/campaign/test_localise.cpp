@@ -96,6 +96,32 @@ TEST_CASE("localise: a divergence that vanishes in every cut is reported, not bl
   CHECK(w.requests == 1);
 }
 
+TEST_CASE("localise: an exception whose configuration names the raising node is placed there, not bisected") {
+  // Cuts from position 10 on fail (what an optimiser does with a cut model decides that), but
+  // the configuration's own traceback named node 31: the finding is placed at 31, described by
+  // one cut, where a bisection would have blamed 10.
+  const auto k = chain(40);
+  const auto g = build_graph(k);
+  localiser<skeleton_graph> loc(
+      g, [&](tfg::graph::edge_id e) { return g.data(e); }, [&](tfg::graph::node_id v) { return g.data(v); });
+  simulated_worker w{10};
+  worker_request base;
+  base.config_b = "frozen_optimized";
+  const auto named = loc.run(base, output_edges(g, k, ""), false, false, std::ref(w), 31);
+  REQUIRE(named.localised);
+  CHECK(named.position == 31);
+  CHECK(named.op == k.nodes[31].kind);
+  CHECK(named.inputs == "f32 r4 contiguous");
+  CHECK(named.note.find("frozen_optimized names this node") != std::string::npos);
+  CHECK(w.requests == 1);
+  simulated_worker w2{10};
+  const auto bisected = loc.run(base, output_edges(g, k, ""), false, false, std::ref(w2));
+  CHECK(bisected.position == 10);
+  // A named position outside the model is ignored (a bisection runs).
+  simulated_worker w3{10};
+  CHECK(loc.run(base, output_edges(g, k, ""), false, false, std::ref(w3), 40).position == 10);
+}
+
 TEST_CASE("localise: a crash is bisected by which cuts crash the worker") {
   const auto k = chain(64);
   const auto g = build_graph(k);

@@ -193,6 +193,72 @@ graph(%x : Tensor):
   CHECK(out.diverges == std::vector<std::uint8_t>(2, 0));
 }
 
+/// x -> conv2d -> relu -> max_pool2d(dilation 2) -> relu -> conv2d: optimize_for_inference
+/// hands the pooling to MKLDNN, which refuses dilation (docs/findings.md, F8's class).
+tt::model dilated_pool_model() {
+  auto g = std::make_shared<::torch::jit::Graph>();
+  ::torch::jit::parseIR(R"IR(
+graph(%x : Tensor, %w : Tensor, %b : Tensor, %w2 : Tensor):
+  %one : int[] = prim::Constant[value=[1, 1]]()
+  %two : int[] = prim::Constant[value=[2, 2]]()
+  %k : int[] = prim::Constant[value=[3, 3]]()
+  %g : int = prim::Constant[value=1]()
+  %f : bool = prim::Constant[value=0]()
+  %none : NoneType = prim::Constant()
+  %c : Tensor = aten::conv2d(%x, %w, %b, %one, %one, %one, %g)
+  %r : Tensor = aten::relu(%c)
+  %m : Tensor = aten::max_pool2d(%r, %k, %one, %one, %two, %f)
+  %r2 : Tensor = aten::relu(%m)
+  %c2 : Tensor = aten::conv2d(%r2, %w2, %none, %one, %one, %one, %g)
+  return (%c2))IR",
+                        g.get());
+  // The weights as constants (freezing folds them; MKLDNN wants constant weights).
+  ::torch::jit::WithInsertPoint at(g->nodes().front());
+  const at::Tensor w[] = {at::randn({8, 3, 3, 3}), at::randn({8}), at::randn({4, 8, 3, 3})};
+  for (int i = 3; i >= 1; --i) {
+    g->inputs()[i]->replaceAllUsesWith(g->insertConstant(w[i - 1]));
+    g->eraseInput(i);
+  }
+  return tt::torchscript_importer::from_graph(*g, "dilated_pool.ir");
+}
+
+TEST_CASE("localise: an exception of frozen_optimized is named after the node its own traceback names") {
+  const auto m = dilated_pool_model();
+  std::int64_t pool = -1, p = 0;
+  for (auto n : m.graph.topological_order()) {
+    if (m.graph.data(n).name() == "aten::max_pool2d") pool = p;
+    ++p;
+  }
+  REQUIRE(pool >= 0);
+  const tt::input_set in{{at::randn({1, 3, 16, 16})}};
+  REQUIRE(tt::run_config("eager_op_by_op", m, in).ok());
+  const auto r = tt::run_config("frozen_optimized", m, in);
+  REQUIRE_FALSE(r.ok());
+  INFO(r.error);
+  CHECK(r.failed_position == pool);
+  CHECK(r.error.find("mkldnn_max_pool2d does not support dilation case") != std::string::npos);
+  CHECK(r.error.find("<tfg model>") == std::string::npos);  // the traceback is read, not shown
+  // Through the worker protocol and the campaign's localising attributor: the finding names
+  // the pooling, with the state of its input.
+  const files f(m, {at::randn({1, 3, 16, 16})});
+  in_process_worker w;
+  tc::worker_request req;
+  req.model = f.model.string();
+  req.inputs = f.inputs.string();
+  req.configs = {"eager_op_by_op", "frozen_optimized", "float64_reference"};
+  const auto o = w(req);
+  REQUIRE(o.reply);
+  tt::backend b;
+  const auto found = tc::findings_of(o, tc::localising_attributor<tt::backend>(req, {}, b.configs(), std::ref(w)));
+  REQUIRE(found.size() == 1);
+  const auto& at = found[0].where;
+  INFO(at.note);
+  CHECK(at.localised);
+  CHECK(at.culprit_op == "aten::max_pool2d");
+  CHECK(at.position == pool);
+  CHECK(at.inputs == "f32 r4 contiguous");
+}
+
 TEST_CASE("localise: a defect of an op-by-op configuration is named by one edge-by-edge trace") {
   const auto m = deep_model("wrong_in_threads");
   const files f(m);

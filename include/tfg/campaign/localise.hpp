@@ -13,7 +13,12 @@
 ///    output). The first probe is the cut at the outputs themselves: when the divergence
 ///    vanishes there, an optimisation across the cut changed what the configuration does and
 ///    the result says so. After the bisection one more probe checks the culprit's inputs: when
-///    one of them diverges, the search continues below it. About log2(n) + 3 steps.
+///    one of them diverges, the search continues below it. About log2(n) + 3 steps;
+///  - an exception of a graph-level configuration whose own error names the node that raised
+///    (`verdict::failed_at`, from the TorchScript interpreter's traceback): that node, described
+///    by one cut. A bisection would cut the unoptimised model, and an optimisation of each cut
+///    (what `optimize_for_inference` converts to MKLDNN depends on what follows) decides which
+///    cut fails first: such findings were named after an unrelated later node.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -68,10 +73,39 @@ class localiser {
   /// Localises the disagreement of `base.config_a` / `base.config_b` on input `base.input`
   /// that shows at `outputs` (the graph output edges the verdict is about). `op_by_op`: both
   /// configurations run op by op (one trace request). `crash`: the finding is a process-level
-  /// failure of config_b; a probe that kills the worker counts as diverging.
+  /// failure of config_b; a probe that kills the worker counts as diverging. `named`: the
+  /// position the failing configuration's own error names (verdict::failed_at), -1 if none.
   [[nodiscard]] localisation run(worker_request base, std::span<const graph::edge_id> outputs, bool op_by_op, bool crash,
-                                 const step_function& step) const {
+                                 const step_function& step, std::int64_t named = -1) const {
     localisation out;
+    const auto n_nodes = static_cast<std::int64_t>(std::ranges::distance(g_.topological_order()));
+    if (named >= 0 && named < n_nodes && !crash) {
+      // One cut at the named node describes it (its inputs' states); whether the cut alone
+      // fails does not matter: the configuration said which node raised.
+      base.op = request_op::cut;
+      base.cut = {{static_cast<std::uint32_t>(named), -1}};
+      base.only_b = false;
+      const auto o = step(base);
+      ++out.requests;
+      out.position = named;
+      out.node = order_at(static_cast<std::size_t>(named));
+      out.op = kind_(out.node);
+      out.localised = true;
+      out.confirmed = true;
+      out.note = base.config_b + " names this node as the one that raised (its own error traceback)";
+      if (o.reply && o.reply->ok && !o.reply->found.empty()) {
+        const auto& l = o.reply->found.front();
+        out.runs = l.runs;
+        out.inputs = l.inputs;
+        out.states = l.states;
+        if (!l.op.empty() && l.op != out.op) {
+          out.note = "the worker's node at position " + std::to_string(named) + " is " + l.op + ", here " + out.op;
+          out.op = l.op;
+          out.node = graph::no_node;
+        }
+      }
+      return out;
+    }
     if (op_by_op && !crash) {
       base.op = request_op::trace;
       base.cut.clear();

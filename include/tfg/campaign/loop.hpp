@@ -275,7 +275,8 @@ template <class Backend>
       base.input = 0;
       outs = output_edges(g, *cache->structure, "");
     }
-    const auto l = loc.run(base, outs, op_by_op, crash, step);
+    const auto named = v && v->kind == oracle::verdict_kind::error_in_one ? v->failed_at : std::int64_t{-1};
+    const auto l = loc.run(base, outs, op_by_op, crash, step, named);
     at.note = l.note;
     at.runs = l.runs;
     at.conditioned = l.conditioned;
@@ -285,7 +286,7 @@ template <class Backend>
     at.position = l.position;
     at.inputs = l.inputs;
     at.states = l.states;
-    at.divergence = l.divergence.message;
+    at.divergence = l.divergence.message.empty() && v ? v->message : l.divergence.message;
     if (!l.inputs.empty()) at.dtype = l.inputs.substr(0, l.inputs.find(' '));
     at.node = graph::no_node;
     if (judged && l.node != graph::no_node) {
@@ -422,7 +423,12 @@ class loop {
     else check_pool();
     std::optional<model_type> seed;
     if (!opt_.resume) {
-      seed.emplace(b_.load(opt_.seed_model));
+      // A backend may need the inputs to read the seed (a scripted forward's control flow is
+      // specialised on them).
+      if constexpr (requires { b_.load_seed(opt_.seed_model, opt_.inputs_path); })
+        seed.emplace(b_.load_seed(opt_.seed_model, opt_.inputs_path));
+      else
+        seed.emplace(b_.load(opt_.seed_model));
       inputs_.emplace(b_.seed_inputs(*seed, opt_.seed_model, opt_.inputs_path));
       // A seed whose own execution disagrees with its framework would make every finding ours.
       if constexpr (requires { b_.check_seed(*seed, opt_.seed_model, *inputs_); })

@@ -12,7 +12,7 @@
 ///   "nan_rules": {"aten::relu": "elementwise", ...} (nan_check)}
 /// Reply (one line): {"id": N, "ok": bool, "error": TEXT (the model does not load),
 ///   "results": [{"config","ok","error","wall_ms","prepare_ms"}...],
-///   "verdicts": [{"kind","a","b","input","path","max_abs","max_rel","message","tie"}...],
+///   "verdicts": [{"kind","a","b","input","path","max_abs","max_rel","message","tie","failed_at"}...],
 ///   "labels": [TEXT...], "transitions": [[i, j]...], "ms": total, "pid": N (ping),
 ///   "located": [{"position","op","inputs","states","divergence","kinds","diverges","runs",
 ///   "note"}...] (trace: one, the first diverging node; cut: one, the cut's outputs; nan_check:
@@ -201,7 +201,8 @@ namespace protocol_json {
           {"max_abs", finite_or_big(v.max_abs)},
           {"max_rel", finite_or_big(v.max_rel)},
           {"message", v.message},
-          {"tie", v.tie_dependent}};
+          {"tie", v.tie_dependent},
+          {"failed_at", v.failed_at}};
 }
 
 [[nodiscard]] inline oracle::verdict verdict(const nlohmann::json& j) {
@@ -218,6 +219,7 @@ namespace protocol_json {
   v.max_rel = j.value("max_rel", 0.0);
   v.message = j.value("message", "");
   v.tie_dependent = j.value("tie", false);
+  v.failed_at = j.value("failed_at", std::int64_t{-1});
   return v;
 }
 

@@ -126,6 +126,10 @@ struct verdict {
   /// The output comes (directly) from an op whose integer result depends on how ties break
   /// (argmax, argmin, topk, sort, max.dim, min.dim, ...): its integer values were not compared.
   bool tie_dependent = false;
+  /// error_in_one: the node (topological position in the model as the worker runs it) the
+  /// failing configuration's own error names, -1 when it names none. Localisation takes it
+  /// over a bisection, whose cuts change what an optimising configuration does.
+  std::int64_t failed_at = -1;
   std::string message;                 ///< one line for a human
 
   [[nodiscard]] bool finding() const noexcept { return is_finding(kind); }

@@ -678,6 +678,7 @@ inline void compare_leaf(oracle::verdict& v, const c10::IValue& va, const c10::I
     v.kind = !a.ok() && !b.ok() ? verdict_kind::error_in_both : verdict_kind::error_in_one;
     if (!a.ok()) v.message += a.config + ": " + a.error;
     if (!b.ok()) v.message += (v.message.empty() ? "" : "\n") + b.config + ": " + b.error;
+    if (v.kind == verdict_kind::error_in_one) v.failed_at = a.ok() ? b.failed_position : a.failed_position;
     out.push_back(std::move(v));
     return out;
   }

@@ -75,6 +75,10 @@ struct run_result {
   /// after converting back to the other side's floating dtype.
   bool widened = false;
   std::string error;  ///< exception message (c10 "Exception raised from" tail trimmed); empty: ok
+  /// The node (topological position) the failing configuration's own error names: TorchScript
+  /// configurations run a module whose nodes carry their positions (to_module's
+  /// tag_positions), so the interpreter's traceback says which node raised; -1: unknown.
+  std::int64_t failed_position = -1;
 
   [[nodiscard]] bool ok() const noexcept { return error.empty(); }
 };
@@ -421,14 +425,15 @@ class configuration_scope {
     auto widened = [&] {
       return std::make_shared<const model>(cd::widened_model(m, inputs.empty() ? nullptr : &inputs[0]));
     };
+    static const std::string kTag = "__torch__.tfg.Mutant";
     const cd::input_transform to_f64 = cd::widened_input;
     const cd::input_transform to_channels_last = cd::channels_last_input;
     if (name == "eager_op_by_op" || name == "threads_1_vs_n") {
       cd::run_forward(r, inputs, opt, [&] { return cd::eager(shared()); }, {});
     } else if (name == "graph_executor") {
-      cd::run_forward(r, inputs, opt, [&] { return cd::scripted(to_module(m)); }, {});
+      cd::run_forward(r, inputs, opt, [&] { return cd::scripted(to_module(m, kTag, true)); }, {});
     } else if (name == "frozen_optimized") {
-      cd::run_forward(r, inputs, opt, [&] { return cd::scripted(compat::freeze_and_optimize(to_module(m))); }, {});
+      cd::run_forward(r, inputs, opt, [&] { return cd::scripted(compat::freeze_and_optimize(to_module(m, kTag, true))); }, {});
     } else if (name == "float64_reference") {
       r.widened = true;
       cd::run_forward(r, inputs, opt, [&] { return cd::eager(widened()); }, to_f64);
@@ -440,7 +445,7 @@ class configuration_scope {
       r.widened = true;
       cd::run_gradients(r, inputs, opt, [&] { return cd::eager(widened()); }, to_f64);
     } else if (name == "autograd") {
-      cd::run_gradients(r, inputs, opt, [&] { return cd::scripted(to_module(m)); });
+      cd::run_gradients(r, inputs, opt, [&] { return cd::scripted(to_module(m, kTag, true)); });
     } else if (name == "cuda_eager") {
       execute_options eo;
       eo.device = c10::Device(c10::kCUDA, 0);
@@ -453,7 +458,9 @@ class configuration_scope {
     }
   } catch (const std::exception& e) {
     r.outputs.clear();
-    r.error = clean_error(e.what());
+    const auto named = failed_position_of(clean_error(e.what()));
+    r.error = named.message;
+    r.failed_position = named.position;
   } catch (...) {
     r.outputs.clear();
     r.error = "unknown exception";

@@ -7,7 +7,10 @@
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/script.h>
 
+#include <cctype>
+#include <cstdint>
 #include <memory>
+#include <string_view>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -23,6 +26,25 @@ class graph_builder {
  public:
   graph_builder(const model& m, std::shared_ptr<::torch::jit::Graph> g) : m_(m), g_(std::move(g)) {}
 
+  /// Gives every emitted node a source range in a synthetic file (`position_file`) whose line N
+  /// names the node at topological position N: the TorchScript interpreter's traceback of a
+  /// failing node then says which node of the model raised, whatever passes ran before
+  /// (failed_position_of reads it back).
+  void tag_positions() {
+    namespace jit = ::torch::jit;
+    const auto& tg = m_.graph;
+    std::string text;
+    std::vector<std::size_t> starts;
+    std::size_t p = 0;
+    for (auto n : tg.topological_order()) {
+      starts.push_back(text.size());
+      text += std::to_string(p++) + ": " + tg.data(n).name() + "\n";
+    }
+    starts.push_back(text.size());
+    source_ = std::make_shared<jit::Source>(text, std::string(position_file), 0);
+    line_starts_ = std::move(starts);
+  }
+
   /// The TorchScript value of each TFG edge (by graph::index), after build().
   [[nodiscard]] const std::unordered_map<std::size_t, ::torch::jit::Value*>& values() const { return value_of_; }
 
@@ -35,7 +57,8 @@ class graph_builder {
       v->setType(export_type(tg.data(e).type));
       value_of_[graph::index(e)] = v;
     }
-    for (auto n : tg.topological_order()) emit(n);
+    std::size_t p = 0;
+    for (auto n : tg.topological_order()) emit(n, p++);
     g_->registerOutput(materialize(m_.output));
   }
 
@@ -54,7 +77,7 @@ class graph_builder {
     return item.is_edge ? value_of_.at(graph::index(inputs[item.input])) : constant(item.constant);
   }
 
-  void emit(graph::node_id n) {
+  void emit(graph::node_id n, std::size_t position) {
     namespace jit = ::torch::jit;
     const auto& tg = m_.graph;
     const auto& d = tg.data(n);
@@ -87,6 +110,8 @@ class graph_builder {
       }
     }
     auto* node = g_->insertNode(g_->create(d.kind, args, d.results.size()));
+    if (source_ && position + 1 < line_starts_.size())
+      node->setSourceRange(::torch::jit::SourceRange(source_, line_starts_[position], line_starts_[position + 1] - 1));
     for (std::size_t i = 0; i < d.results.size(); ++i) {
       const auto& r = d.results[i];
       auto* out = node->output(i);
@@ -131,13 +156,21 @@ class graph_builder {
   std::shared_ptr<::torch::jit::Graph> g_;
   std::unordered_map<std::size_t, ::torch::jit::Value*> value_of_;
   std::size_t next_name_ = 0;
+  std::shared_ptr<::torch::jit::Source> source_;  ///< tag_positions(): one line per position
+  std::vector<std::size_t> line_starts_;
+
+ public:
+  static constexpr std::string_view position_file = "<tfg model>";
 };
 
 }  // namespace detail
 
 /// Builds a TorchScript module whose `forward` computes `m`. Throws model_error naming the node
-/// when a node cannot be expressed (no matching schema).
-[[nodiscard]] inline ::torch::jit::Module to_module(const model& m, const std::string& class_name = "__torch__.tfg.Mutant") {
+/// when a node cannot be expressed (no matching schema). `tag_positions`: each node's source
+/// range names its topological position (for the configurations' error messages; a saved file
+/// is better off without).
+[[nodiscard]] inline ::torch::jit::Module to_module(const model& m, const std::string& class_name = "__torch__.tfg.Mutant",
+                                                    bool tag_positions = false) {
   namespace jit = ::torch::jit;
   auto cu = std::make_shared<jit::CompilationUnit>();
   auto cls = c10::ClassType::create(c10::QualifiedName(class_name), cu, /*is_module=*/true);
@@ -145,11 +178,59 @@ class graph_builder {
   jit::Module module(cu, cls);
   auto graph = std::make_shared<jit::Graph>();
   graph->addInput("self")->setType(cls);
-  detail::graph_builder(m, graph).build();
+  detail::graph_builder builder(m, graph);
+  if (tag_positions) builder.tag_positions();
+  builder.build();
   graph->lint();
   auto* fn = cu->create_function(c10::QualifiedName(*cls->name(), "forward"), graph);
   cls->addMethod(fn);
   return module;
+}
+
+/// The topological position of the node a TorchScript error names, for a module built with
+/// `to_module(m, ..., true)` (its interpreter traceback's `File "<tfg model>", line N`; the
+/// innermost frame when there are several), and the message without the traceback. -1 when the
+/// error names none.
+struct failed_node {
+  std::int64_t position = -1;
+  std::string message;
+};
+[[nodiscard]] inline failed_node failed_position_of(const std::string& what) {
+  failed_node out;
+  out.message = what;
+  const std::string key = "File \"" + std::string(detail::graph_builder::position_file) + "\", line ";
+  for (std::size_t at = what.find(key); at != std::string::npos; at = what.find(key, at + 1)) {
+    std::size_t i = at + key.size();
+    std::int64_t n = 0;
+    bool digits = false;
+    while (i < what.size() && std::isdigit(static_cast<unsigned char>(what[i]))) {
+      n = n * 10 + (what[i++] - '0');
+      digits = true;
+    }
+    if (digits) out.position = n;
+  }
+  if (out.position < 0) return out;
+  // "The following operation failed in the TorchScript interpreter.\nTraceback of TorchScript
+  // (most recent call last):\n  File "<tfg model>", line N, in forward\n<context: lines of
+  // the position file, a `~~~ <--- HERE` marker>\nRuntimeError: what": the error proper is
+  // what follows the last frame's context.
+  auto is_context = [](std::string_view l) {
+    if (l.empty() || l[0] == ' ' || l[0] == '~' || l.find("<--- HERE") != std::string_view::npos) return true;
+    std::size_t i = 0;
+    while (i < l.size() && std::isdigit(static_cast<unsigned char>(l[i]))) ++i;
+    return i > 0 && l.substr(i, 2) == ": " && l.find(' ', i + 2) == std::string_view::npos;  // "12: aten::relu"
+  };
+  std::size_t line = what.find('\n', what.rfind(key));
+  while (line != std::string::npos && line + 1 < what.size()) {
+    const auto next = what.find('\n', line + 1);
+    const std::string_view text(what.data() + line + 1, (next == std::string::npos ? what.size() : next) - line - 1);
+    if (!is_context(text)) {
+      out.message = what.substr(line + 1);
+      break;
+    }
+    line = next;
+  }
+  return out;
 }
 
 /// Saves `m` as a TorchScript `.pt` file.

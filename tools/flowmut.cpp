@@ -70,7 +70,11 @@ int run_profile(const profile_args& a) {
     m = tfg::torch::load_any(a.model_path);
   } else {
     module = tfg::torch::load_module(a.model_path);
-    m = tfg::torch::torchscript_importer::from_module(*module, a.model_path);
+    // A forward with control flow is specialised on the profiling inputs' branches.
+    const auto given = a.inputs_path.empty() ? tfg::torch::inputs_path_for(a.model_path) : a.inputs_path;
+    std::function<tfg::torch::input_set()> profile;
+    if (!a.inputs_path.empty() || std::filesystem::exists(given)) profile = [given] { return tfg::torch::load_inputs(given); };
+    m = tfg::torch::torchscript_importer::from_module(*module, a.model_path, profile);
   }
   auto t1 = clock_type::now();
   auto inputs = inputs_for(m, a.model_path, a.inputs_path, a.random_inputs, a.shapes);
@@ -113,7 +117,10 @@ int run_profile(const profile_args& a) {
       for (const auto& v : inputs[i]) args.push_back(v.isTensor() ? c10::IValue(v.toTensor().to(device)) : v);
       c10::IValue ref, ref_unfrozen;
       {
+        // Without grad, as the forward configurations run (a scripted forward's branches were
+        // specialised so: MultiheadAttention takes its fast path only without grad).
         c10::InferenceMode guard(false);
+        at::NoGradGuard no_grad;
         ref = module->forward(args);
         if (unfrozen) ref_unfrozen = unfrozen->forward(args);
       }
@@ -144,7 +151,7 @@ int run_profile(const profile_args& a) {
 }
 
 int run_export(const std::string& in, const std::string& out, const std::string& inputs_path) {
-  auto m = tfg::torch::load_any(in);
+  auto m = tfg::torch::load_any(in, inputs_path);
   if (std::filesystem::path(out).extension() == ".pt2") {
 #if TFG_HAS_PT2
     // A program records every value's shape: one run on the first profiling input gives them.
@@ -256,7 +263,7 @@ int run_candidates(const std::string& model_path, const std::string& inputs_path
   const tfg::torch::backend be;
   if (const auto n = tfg::match::keep_available(lp->pool, [&](std::string_view d) { return be.device_available(d); }))
     std::printf("%zu operator(s) skipped: they require a device this machine lacks\n", n);
-  auto m = tfg::torch::load_any(model_path);
+  auto m = tfg::torch::load_any(model_path, inputs_path);
   auto inputs = inputs_for(m, model_path, inputs_path, 0, {});
   auto prof = tfg::torch::profiler({c10::Device(c10::kCPU), true, false, false}).run(m, inputs);
   tfg::torch::torch_match_adapter adapter(m, prof, lp->symbols);

@@ -82,6 +82,11 @@ class backend {
   // ---- models and inputs ---------------------------------------------------------------------
 
   [[nodiscard]] model load(const std::filesystem::path& p) const { return load_any(p.string()); }
+  /// The seed, whose scripted control flow is specialised on `inputs` (or on MODEL.inputs.pt
+  /// when `inputs` is empty).
+  [[nodiscard]] model load_seed(const std::filesystem::path& p, const std::filesystem::path& inputs) const {
+    return load_any(p.string(), inputs.string());
+  }
 
   /// Exports `m` to `p` through a temporary file and a rename; an export failure throws
   /// model_error with the framework's message (backtrace trimmed).

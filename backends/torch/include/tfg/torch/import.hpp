@@ -7,6 +7,7 @@
 /// interface and feeds the same `model`.
 #include <tfg/torch/model.hpp>
 #include <tfg/torch/pickle_compat.hpp>
+#include <tfg/torch/specialise.hpp>
 
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
@@ -15,6 +16,7 @@
 #include <ATen/EmptyTensor.h>
 #include <torch/script.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -32,21 +34,6 @@ class importer {
 };
 
 namespace detail {
-
-[[nodiscard]] inline std::string where_of(const ::torch::jit::Node* n) {
-  auto fl = n->sourceRange().file_line_col();
-  if (!fl) return {};
-  auto [file, line, col] = *fl;
-  (void)col;
-  auto slash = file.find_last_of('/');
-  return (slash == std::string::npos ? file : file.substr(slash + 1)) + ":" + std::to_string(line);
-}
-
-[[nodiscard]] inline std::string scope_of(const ::torch::jit::Node* n) {
-  auto s = const_cast<::torch::jit::Node*>(n)->scope();
-  if (!s || s->isBlank()) return {};
-  return s->namesFromRoot();
-}
 
 /// Translates an inlined, frozen TorchScript graph into a `model`.
 class graph_translator {
@@ -92,9 +79,11 @@ class graph_translator {
     const auto kind = n->kind();
     if (!n->blocks().empty())
       fail(n, TFG_TORCH_AT_LEAST(2, 6)
-                  ? "control flow is not supported; export the model with torch.export (torch.export.save to a "
-                    ".pt2: the program takes the branch of its example inputs) or trace it with torch.jit.trace"
-                  : "control flow is not supported; export the model with torch.jit.trace");
+                  ? "control flow, and no profiling inputs to specialise it on: give an inputs file (--inputs, or "
+                    "MODEL.inputs.pt beside the model), export the model with torch.export (a .pt2 takes the "
+                    "branches of its example inputs) or trace it with torch.jit.trace"
+                  : "control flow, and no profiling inputs to specialise it on: give an inputs file (--inputs, or "
+                    "MODEL.inputs.pt beside the model) or trace the model with torch.jit.trace");
     if (kind == c10::prim::Constant) {
       auto v = n->output();
       auto iv = jit::toIValue(v);
@@ -250,7 +239,9 @@ class graph_translator {
 /// constant) is not frozen: freezing runs constant propagation, which would fold a mutation of a
 /// constant (an identity view of a weight, a value injected into a bias) back into a constant,
 /// so the mutant would execute as its seed.
-[[nodiscard]] inline std::shared_ptr<::torch::jit::Graph> frozen_forward_graph(::torch::jit::Module module) {
+/// `self_object`: receives the module object the graph's `self` is (the frozen one).
+[[nodiscard]] inline std::shared_ptr<::torch::jit::Graph> frozen_forward_graph(::torch::jit::Module module,
+                                                                             c10::IValue* self_object = nullptr) {
   module.eval();
   {
     auto graph = module.get_method("forward").graph()->copy();
@@ -261,9 +252,13 @@ class graph_translator {
         reads_attributes = true;
         break;
       }
-    if (!reads_attributes && (graph->inputs().empty() || !graph->inputs()[0]->hasUses())) return graph;
+    if (!reads_attributes && (graph->inputs().empty() || !graph->inputs()[0]->hasUses())) {
+      if (self_object) *self_object = module._ivalue();
+      return graph;
+    }
   }
   auto frozen = ::torch::jit::freeze_module(module);
+  if (self_object) *self_object = frozen._ivalue();
   auto graph = frozen.get_method("forward").graph()->copy();
   ::torch::jit::Inline(*graph);
   return graph;
@@ -327,7 +322,10 @@ class torchscript_importer final : public importer {
   [[nodiscard]] model load(const std::string& path) const override { return from_module(load_module(path), path); }
   [[nodiscard]] std::string_view format() const override { return "torchscript"; }
 
-  [[nodiscard]] static model from_module(const ::torch::jit::Module& module, const std::string& source) {
+  /// `profile`: gives the inputs a forward with control flow is specialised on
+  /// (specialise.hpp), called only for such a forward; without it such a forward is refused.
+  [[nodiscard]] static model from_module(const ::torch::jit::Module& module, const std::string& source,
+                                         const std::function<input_set()>& profile = {}) {
     // A scripted nn.LSTM / nn.GRU has no `forward`: TorchScript compiles one method per overload
     // (forward__0 for a tensor, forward__1 for a PackedSequence), which freezing cannot pick from.
     if (!module.find_method("forward")) {
@@ -341,8 +339,9 @@ class torchscript_importer final : public importer {
       throw model_error(source + ": the module has no forward method");
     }
     std::shared_ptr<::torch::jit::Graph> graph;
+    c10::IValue self_object;
     try {
-      graph = frozen_forward_graph(module);
+      graph = frozen_forward_graph(module, &self_object);
     } catch (const model_error&) {
       throw;
     } catch (const std::exception& e) {
@@ -350,7 +349,23 @@ class torchscript_importer final : public importer {
       throw model_error(source + ": cannot freeze the module: " + what);
     }
     validate_storages(*graph, source);  // constants of the code (constants.pkl) included
+    // forward's argument defaults (skipping self), for inputs that leave trailing ones out.
+    std::vector<std::optional<c10::IValue>> defaults;
+    try {
+      for (const auto& arg : module.get_method("forward").function().getSchema().arguments()) defaults.push_back(arg.default_value());
+      if (!defaults.empty()) defaults.erase(defaults.begin());
+    } catch (const std::exception&) {
+      defaults.clear();
+    }
+    if (profile && has_control_flow(*graph)) {
+      auto in = profile();
+      for (auto& args : in)
+        while (args.size() + 1 < graph->inputs().size() && args.size() < defaults.size() && defaults[args.size()])
+          args.push_back(*defaults[args.size()]);
+      specialise_control_flow(graph, in, source, self_object);
+    }
     auto m = from_graph(*graph, source);
+    m.input_defaults = std::move(defaults);
     // Freezing drops the input types a trace recorded (shape, dtype); keep them, so inputs can
     // be synthesised for a model that comes without an inputs file.
     try {

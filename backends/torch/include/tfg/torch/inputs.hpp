@@ -94,6 +94,9 @@ using input_set = std::vector<std::vector<c10::IValue>>;  ///< one positional-ar
 inline void conform_inputs(const model& m, input_set& in) {
   const auto& args = m.graph.graph_inputs();
   for (std::size_t k = 0; k < in.size(); ++k) {
+    // Trailing arguments left out take forward's defaults (as a Python call would).
+    while (in[k].size() < args.size() && in[k].size() < m.input_defaults.size() && m.input_defaults[in[k].size()])
+      in[k].push_back(*m.input_defaults[in[k].size()]);
     if (in[k].size() != args.size())
       throw model_error(m.source + ": forward takes " + std::to_string(args.size()) + " argument(s), input " +
                         std::to_string(k + 1) + " gives " + std::to_string(in[k].size()));

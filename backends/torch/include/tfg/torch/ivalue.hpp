@@ -173,7 +173,9 @@ void for_each_tensor(const c10::IValue& v, F&& f) {
     diff = diff.masked_fill(both_nan.logical_or(same_inf), -1.0).nan_to_num(inf, inf, -inf);
     return diff.max().item<double>();
   }
-  const bool seq_a = a.isTuple() || a.isList(), seq_b = b.isTuple() || b.isList();
+  // Containers (a dict's values by key: DeepLab's {"out": ...}) leaf by leaf; `==` on a
+  // container of tensors would ask a tensor for its truth value.
+  const bool seq_a = a.isTuple() || a.isList() || a.isGenericDict(), seq_b = b.isTuple() || b.isList() || b.isGenericDict();
   if (seq_a && seq_b) {
     const auto x = flatten(a), y = flatten(b);
     if (x.size() != y.size()) return inf;

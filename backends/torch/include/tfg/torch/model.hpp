@@ -115,6 +115,9 @@ struct model {
   output_tree output;
   std::string source;         ///< file it came from (or a description)
   std::vector<std::string> input_names;
+  /// The defaults of forward's trailing arguments (a scripted `forward(src, mask=None)`), by
+  /// input position (None-typed IValue() where there is none): inputs that leave them out get them.
+  std::vector<std::optional<c10::IValue>> input_defaults;
   /// The exported program (`.pt2`) the model was read from, if it was: its weights' names and
   /// the program's metadata, for writing the model or a mutant back as a `.pt2`. Shared by
   /// mutants (a copy of the model copies the pointer).

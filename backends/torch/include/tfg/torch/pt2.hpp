@@ -1270,7 +1270,9 @@ inline void save_pt2(const model& m, const std::vector<c10::IValue>& args, const
 
 /// Loads a model from `path`: a torch.export archive (`.pt2`) or a TorchScript module. Throws
 /// model_error naming the file (and the node, when one is at fault).
-[[nodiscard]] inline model load_any(const std::string& path) {
+/// `inputs_path` (or, when empty, MODEL.inputs.pt beside a TorchScript model, if there is one):
+/// the profiling inputs a scripted forward with control flow is specialised on.
+[[nodiscard]] inline model load_any(const std::string& path, const std::string& inputs_path = {}) {
   if (looks_like_pt2(path)) {
 #if TFG_HAS_PT2
     return pt2_importer().load(path);
@@ -1279,7 +1281,10 @@ inline void save_pt2(const model& m, const std::vector<c10::IValue>& args, const
                       std::string(TORCH_VERSION) + ")");
 #endif
   }
-  return torchscript_importer().load(path);
+  const auto given = inputs_path.empty() ? inputs_path_for(path) : inputs_path;
+  std::function<input_set()> profile;
+  if (!inputs_path.empty() || std::filesystem::exists(given)) profile = [given] { return load_inputs(given); };
+  return torchscript_importer::from_module(load_module(path), path, profile);
 }
 
 /// The inputs a model is profiled on when the user gives none. A `.pt2` program saved with sample

@@ -30,6 +30,9 @@ namespace tfg::torch {
   // built it from the program, is the one TorchScript's executor runs.
   auto module = m.pt2 ? to_module(m) : load_module(path);
   module.eval();
+  // Inference, as the forward configurations run: a scripted forward's control flow was
+  // specialised without grad (MultiheadAttention takes its fast path only then).
+  at::NoGradGuard no_grad;
   auto graph = frozen_forward_graph(module);
   std::vector<::torch::jit::Value*> inner;  // every tensor a node produces, in node order
   for (auto* n : graph->nodes())

@@ -4,6 +4,7 @@
 #include <tfg/torch/backend.hpp>
 #include <tfg/torch/execute.hpp>
 #include <tfg/torch/import.hpp>
+#include <tfg/torch/repro.hpp>
 #include <tfg/torch/specialise.hpp>
 
 #include <doctest/doctest.h>
@@ -144,6 +145,40 @@ graph(%x : Tensor):
   const tt::input_set inputs{{at::rand({2, 2})}};
   CHECK_THROWS_WITH_AS(tt::specialise_control_flow(g, inputs, "while.ir"),
                        doctest::Contains("while.ir: node `prim::Loop`: a while loop"), tt::model_error);
+}
+
+}  // namespace tfg_test_torch_specialise
+
+namespace tfg_test_torch_specialise {
+
+TEST_CASE("repro.py: arithmetic on sizes is written as Python operators, which eager Python keeps as ints") {
+  // `torch.ops.aten.add(n, 1)` resolves to add.Tensor in eager Python and returns a tensor where
+  // the graph has an int (a reduced DenseNet's repro.py failed on it); `n + 1` is an int in both
+  // eager Python and torch.jit.script.
+  auto g = parse(R"IR(
+graph(%x : Tensor):
+  %zero : int = prim::Constant[value=0]()
+  %one : int = prim::Constant[value=1]()
+  %two : int = prim::Constant[value=2]()
+  %n : int = aten::size(%x, %zero)
+  %m : int = aten::add(%n, %one)
+  %k : int = aten::floordiv(%m, %two)
+  %neg : int = aten::neg(%k)
+  %mone : int = prim::Constant[value=-1]()
+  %l : int[] = prim::ListConstruct(%neg, %mone)
+  %y : Tensor = aten::add(%x, %x, %one)
+  %r : Tensor = aten::view(%y, %l)
+  return (%r))IR");
+  const auto m = tt::torchscript_importer::from_graph(*g, "sizes.ir");
+  for (auto dialect : {tt::repro_dialect::python, tt::repro_dialect::torchscript}) {
+    const auto src = tt::python_forward(m, dialect).forward_source;
+    INFO(src);
+    CHECK(src.find(" + 1)") != std::string::npos);
+    CHECK(src.find(" // 2)") != std::string::npos);
+    CHECK(src.find("(-v") != std::string::npos);
+    CHECK(src.find("add(x0, x0, alpha=1)") != std::string::npos);  // the tensor add stays an operator call
+    CHECK(src.find("aten.floordiv") == std::string::npos);
+  }
 }
 
 }  // namespace tfg_test_torch_specialise

@@ -29,6 +29,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tfg::torch {
@@ -242,6 +243,31 @@ class writer {
     return s;
   }
 
+  /// The Python operator of an ATen operator on numbers only (`aten::add.int`,
+  /// `aten::floordiv.int`, `aten::lt.float`, `aten::neg.int`, ...), empty for any other: every
+  /// argument and the one result are int, float, bool or number, and the operator means the same
+  /// in Python and TorchScript.
+  [[nodiscard]] static std::string_view scalar_operator(const c10::FunctionSchema& s) {
+    auto number = [](const c10::TypePtr& t) {
+      const auto k = t->kind();
+      return k == c10::TypeKind::IntType || k == c10::TypeKind::FloatType || k == c10::TypeKind::BoolType ||
+             k == c10::TypeKind::NumberType;
+    };
+    if (s.returns().size() != 1 || !number(s.returns()[0].type())) return {};
+    for (const auto& a : s.arguments())
+      if (!number(a.type())) return {};
+    const auto& name = s.operator_name().name;
+    static const std::pair<std::string_view, std::string_view> binary[] = {
+        {"aten::add", "+"}, {"aten::sub", "-"},  {"aten::mul", "*"},  {"aten::floordiv", "//"}, {"aten::div", "/"},
+        {"aten::remainder", "%"}, {"aten::eq", "=="}, {"aten::ne", "!="}, {"aten::lt", "<"}, {"aten::gt", ">"},
+        {"aten::le", "<="}, {"aten::ge", ">="}};
+    if (s.arguments().size() == 2)
+      for (const auto& [k, op] : binary)
+        if (name == k) return op;
+    if (s.arguments().size() == 1 && name == "aten::neg") return "-";
+    return {};
+  }
+
   std::string statement(graph::node_id n) {
     const auto& g = m_.graph;
     const auto& d = g.data(n);
@@ -254,7 +280,14 @@ class writer {
     }
     const auto* schema = schema_of(g, n);
     std::string call;
-    if (schema) {
+    if (const auto op = schema ? scalar_operator(*schema) : std::string_view{}; !op.empty()) {
+      // Arithmetic on numbers (sizes, indices) as Python's operators: `torch.ops.aten.add(n, 1)`
+      // resolves to add.Tensor in eager Python and returns a tensor where the graph has an int.
+      const auto x = argument_text(n, d.args[0], real_kind(schema->arguments()[0]));
+      call = d.args.size() == 1 ? "(" + std::string(op) + x + ")"
+                                : "(" + x + " " + std::string(op) + " " +
+                                      argument_text(n, d.args[1], real_kind(schema->arguments()[1])) + ")";
+    } else if (schema) {
       const auto& name = schema->operator_name().name;  // "aten::gelu"
       const auto sep = name.find("::");
       const auto ns = name.substr(0, sep);

@@ -16,6 +16,7 @@
 
 #include <torch/csrc/jit/api/function_impl.h>
 
+#include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
@@ -25,6 +26,14 @@ namespace tfg::torch {
 /// "" when op-by-op execution of `m` (imported from `path`) equals TorchScript's forward on
 /// every input of `inputs`, else what differs: the first node (in execution order) whose
 /// tensor output differs, or the output. Runs in this process (as profiling does).
+namespace seed_check_detail {
+[[nodiscard]] inline std::string number(double d) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3g", d);
+  return b;
+}
+}  // namespace seed_check_detail
+
 [[nodiscard]] inline std::string check_seed(const model& m, const std::string& path, const input_set& inputs) {
   // A torch.export program has no TorchScript module of its own: its graph, as the importer
   // built it from the program, is the one TorchScript's executor runs.
@@ -33,7 +42,11 @@ namespace tfg::torch {
   // Inference, as the forward configurations run: a scripted forward's control flow was
   // specialised without grad (MultiheadAttention takes its fast path only then).
   at::NoGradGuard no_grad;
-  auto graph = frozen_forward_graph(module);
+  // `self` is the frozen module the graph was taken from (freezing keeps an attribute it cannot
+  // fold, such as MultiheadAttention's in_proj_weight, which the graph reads by the frozen
+  // object's slots; the loaded module's slots are others).
+  c10::IValue self_object;
+  auto graph = frozen_forward_graph(module, &self_object);
   std::vector<::torch::jit::Value*> inner;  // every tensor a node produces, in node order
   for (auto* n : graph->nodes())
     for (auto* v : n->outputs())
@@ -59,10 +72,16 @@ namespace tfg::torch {
       throw input_error(e, inputs, k);
     }
     ::torch::jit::Stack stack;
-    if (has_self) stack.push_back(module._ivalue());
+    if (has_self) stack.push_back(self_object);
     for (const auto& v : ivalue::deep_clone(inputs[k])) stack.push_back(v);
-    c10::InferenceMode guard(false);
-    fn.run(stack);
+    c10::InferenceMode guard(false);  // sets grad mode on: no grad again below it
+    at::NoGradGuard no_grad_here;
+    try {
+      fn.run(stack);
+    } catch (const std::exception& e) {
+      throw model_error(path + ": the seed check cannot run TorchScript's forward on input " + std::to_string(k + 1) +
+                        ": " + clean_error(e.what()));
+    }
     const auto& all = stack.back().toTupleRef().elements();
     const auto where = " (input " + std::to_string(k + 1) + ")";
     for (std::size_t i = 0; i < inner.size(); ++i) {
@@ -76,7 +95,7 @@ namespace tfg::torch {
       if (d != 0) {
         const std::string what = node == graph::no_node ? "input %" + inner[i]->debugName()
                                                         : describe(m.graph, node) + ", output %" + inner[i]->debugName();
-        return what + where + ": op by op gives another value than TorchScript's forward (max abs diff " + std::to_string(d) +
+        return what + where + ": op by op gives another value than TorchScript's forward (max abs diff " + seed_check_detail::number(d) +
                "): a nondeterministic operator (random values) or an import defect of flowmut (please report "
                "that); findings on this seed would not be the framework's";
       }
@@ -85,7 +104,7 @@ namespace tfg::torch {
     if (n_out == 1) theirs = all[0];
     else theirs = c10::ivalue::Tuple::create(std::vector<c10::IValue>(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n_out)));
     if (const double d = ivalue::max_abs_diff(theirs, ours); d != 0)
-      return "the output" + where + " differs from TorchScript's forward (max abs diff " + std::to_string(d) +
+      return "the output" + where + " differs from TorchScript's forward (max abs diff " + seed_check_detail::number(d) +
              ") although every node agrees: please report it";
   }
   return "";

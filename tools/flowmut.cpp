@@ -101,12 +101,15 @@ int run_profile(const profile_args& a) {
     // ulp: plain torch shows T5's encoder 9.5e-7 apart frozen and unfrozen). The unfrozen
     // forward's distance is printed beside it when it differs.
     std::optional<torch::jit::Module> unfrozen;
+    std::string method = "forward";
     if (!module) {
       module = tfg::torch::to_module(m);
     } else {
       module->eval();
       unfrozen = module;
-      module = torch::jit::freeze_module(*module);
+      method = tfg::torch::forward_method(*module, a.model_path);  // forward__0 of a scripted LSTM
+      module = method == "forward" ? torch::jit::freeze_module(*module)
+                                   : torch::jit::freeze_module(*module, std::vector<std::string>{method});
     }
     module->eval();
     module->to(device);
@@ -121,8 +124,8 @@ int run_profile(const profile_args& a) {
         // specialised so: MultiheadAttention takes its fast path only without grad).
         c10::InferenceMode guard(false);
         at::NoGradGuard no_grad;
-        ref = module->forward(args);
-        if (unfrozen) ref_unfrozen = unfrozen->forward(args);
+        ref = module->get_method(method)(args);
+        if (unfrozen) ref_unfrozen = unfrozen->get_method(method)(args);
       }
       worst = std::max(worst, tfg::torch::ivalue::max_abs_diff(ref, p.outputs[i]));
       if (unfrozen) worst_unfrozen = std::max(worst_unfrozen, tfg::torch::ivalue::max_abs_diff(ref_unfrozen, p.outputs[i]));

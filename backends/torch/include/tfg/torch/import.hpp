@@ -239,12 +239,39 @@ class graph_translator {
 /// constant) is not frozen: freezing runs constant propagation, which would fold a mutation of a
 /// constant (an identity view of a weight, a value injected into a bias) back into a constant,
 /// so the mutant would execute as its seed.
+/// The method a module is run by: `forward`, or, for a scripted module without one (nn.LSTM and
+/// nn.GRU: TorchScript compiles one method per overload, forward__0 for a tensor, forward__1 for
+/// a PackedSequence), the one overload whose first argument is a Tensor. Throws model_error
+/// naming `source` when there is none.
+[[nodiscard]] inline std::string forward_method(const ::torch::jit::Module& module, const std::string& source) {
+  if (module.find_method("forward")) return "forward";
+  std::string overloads, tensor_one;
+  int tensor_ones = 0;
+  for (const auto& m : module.get_methods()) {
+    if (m.name().rfind("forward__", 0) != 0) continue;
+    overloads += (overloads.empty() ? "" : ", ") + m.name();
+    const auto& args = m.function().getSchema().arguments();
+    if (args.size() >= 2 && args[1].type()->kind() == c10::TypeKind::TensorType) {
+      tensor_one = m.name();
+      ++tensor_ones;
+    }
+  }
+  if (tensor_ones == 1) return tensor_one;
+  if (!overloads.empty())
+    throw model_error(source + ": the scripted module has no single forward but the overloads " + overloads +
+                      ", none of them (or more than one) taking a tensor first; trace it with torch.jit.trace, or "
+                      "script a wrapper module whose forward calls it with tensors");
+  throw model_error(source + ": the module has no forward method");
+}
+
 /// `self_object`: receives the module object the graph's `self` is (the frozen one).
+/// `method`: the method to take (forward_method()).
 [[nodiscard]] inline std::shared_ptr<::torch::jit::Graph> frozen_forward_graph(::torch::jit::Module module,
-                                                                             c10::IValue* self_object = nullptr) {
+                                                                             c10::IValue* self_object = nullptr,
+                                                                             const std::string& method = "forward") {
   module.eval();
   {
-    auto graph = module.get_method("forward").graph()->copy();
+    auto graph = module.get_method(method).graph()->copy();
     ::torch::jit::Inline(*graph);
     bool reads_attributes = false;
     for (const auto* n : graph->nodes())
@@ -257,9 +284,11 @@ class graph_translator {
       return graph;
     }
   }
-  auto frozen = ::torch::jit::freeze_module(module);
+  // Freezing keeps `forward` only, unless told which other methods to keep.
+  auto frozen = method == "forward" ? ::torch::jit::freeze_module(module)
+                                    : ::torch::jit::freeze_module(module, std::vector<std::string>{method});
   if (self_object) *self_object = frozen._ivalue();
-  auto graph = frozen.get_method("forward").graph()->copy();
+  auto graph = frozen.get_method(method).graph()->copy();
   ::torch::jit::Inline(*graph);
   return graph;
 }
@@ -326,22 +355,11 @@ class torchscript_importer final : public importer {
   /// (specialise.hpp), called only for such a forward; without it such a forward is refused.
   [[nodiscard]] static model from_module(const ::torch::jit::Module& module, const std::string& source,
                                          const std::function<input_set()>& profile = {}) {
-    // A scripted nn.LSTM / nn.GRU has no `forward`: TorchScript compiles one method per overload
-    // (forward__0 for a tensor, forward__1 for a PackedSequence), which freezing cannot pick from.
-    if (!module.find_method("forward")) {
-      std::string overloads;
-      for (const auto& m : module.get_methods())
-        if (m.name().rfind("forward__", 0) == 0) overloads += (overloads.empty() ? "" : ", ") + m.name();
-      if (!overloads.empty())
-        throw model_error(source + ": the scripted module has no single forward but the overloads " + overloads +
-                          " (as torch.jit.script makes of nn.LSTM and nn.GRU); trace it with torch.jit.trace, or "
-                          "script a wrapper module whose forward calls it with tensors");
-      throw model_error(source + ": the module has no forward method");
-    }
+    const auto method = forward_method(module, source);
     std::shared_ptr<::torch::jit::Graph> graph;
     c10::IValue self_object;
     try {
-      graph = frozen_forward_graph(module, &self_object);
+      graph = frozen_forward_graph(module, &self_object, method);
     } catch (const model_error&) {
       throw;
     } catch (const std::exception& e) {
@@ -352,7 +370,7 @@ class torchscript_importer final : public importer {
     // forward's argument defaults (skipping self), for inputs that leave trailing ones out.
     std::vector<std::optional<c10::IValue>> defaults;
     try {
-      for (const auto& arg : module.get_method("forward").function().getSchema().arguments()) defaults.push_back(arg.default_value());
+      for (const auto& arg : module.get_method(method).function().getSchema().arguments()) defaults.push_back(arg.default_value());
       if (!defaults.empty()) defaults.erase(defaults.begin());
     } catch (const std::exception&) {
       defaults.clear();
@@ -369,7 +387,7 @@ class torchscript_importer final : public importer {
     // Freezing drops the input types a trace recorded (shape, dtype); keep them, so inputs can
     // be synthesised for a model that comes without an inputs file.
     try {
-      auto traced = module.get_method("forward").graph()->inputs();
+      auto traced = module.get_method(method).graph()->inputs();
       const auto& in = m.graph.graph_inputs();
       if (traced.size() == in.size() + 1)
         for (std::size_t i = 0; i < in.size(); ++i)

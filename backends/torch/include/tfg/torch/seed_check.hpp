@@ -46,7 +46,7 @@ namespace seed_check_detail {
   // fold, such as MultiheadAttention's in_proj_weight, which the graph reads by the frozen
   // object's slots; the loaded module's slots are others).
   c10::IValue self_object;
-  auto graph = frozen_forward_graph(module, &self_object);
+  auto graph = frozen_forward_graph(module, &self_object, forward_method(module, path));
   std::vector<::torch::jit::Value*> inner;  // every tensor a node produces, in node order
   for (auto* n : graph->nodes())
     for (auto* v : n->outputs())

@@ -71,10 +71,8 @@ int run_profile(const profile_args& a) {
   } else {
     module = tfg::torch::load_module(a.model_path);
     // A forward with control flow is specialised on the profiling inputs' branches.
-    const auto given = a.inputs_path.empty() ? tfg::torch::inputs_path_for(a.model_path) : a.inputs_path;
-    std::function<tfg::torch::input_set()> profile;
-    if (!a.inputs_path.empty() || std::filesystem::exists(given)) profile = [given] { return tfg::torch::load_inputs(given); };
-    m = tfg::torch::torchscript_importer::from_module(*module, a.model_path, profile);
+    m = tfg::torch::torchscript_importer::from_module(*module, a.model_path,
+                                                      tfg::torch::profile_inputs(a.model_path, a.inputs_path));
   }
   auto t1 = clock_type::now();
   auto inputs = inputs_for(m, a.model_path, a.inputs_path, a.random_inputs, a.shapes);

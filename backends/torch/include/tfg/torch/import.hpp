@@ -64,14 +64,7 @@ class graph_translator {
   using value_ptr = const ::torch::jit::Value*;
 
   [[noreturn]] void fail(const ::torch::jit::Node* n, const std::string& what) const {
-    std::string msg = m_.source + ": ";
-    if (n) {
-      msg += "node `" + std::string(n->kind().toQualString()) + "`";
-      if (auto w = where_of(n); !w.empty()) msg += " at " + w;
-      if (auto s = scope_of(n); !s.empty()) msg += " in " + s;
-      msg += ": ";
-    }
-    throw model_error(msg + what);
+    throw model_error(m_.source + ": " + (n ? describe_node(n) + ": " : std::string()) + what);
   }
 
   void translate(const ::torch::jit::Node* n) {

@@ -1281,10 +1281,7 @@ inline void save_pt2(const model& m, const std::vector<c10::IValue>& args, const
                       std::string(TORCH_VERSION) + ")");
 #endif
   }
-  const auto given = inputs_path.empty() ? inputs_path_for(path) : inputs_path;
-  std::function<input_set()> profile;
-  if (!inputs_path.empty() || std::filesystem::exists(given)) profile = [given] { return load_inputs(given); };
-  return torchscript_importer::from_module(load_module(path), path, profile);
+  return torchscript_importer::from_module(load_module(path), path, profile_inputs(path, inputs_path));
 }
 
 /// The inputs a model is profiled on when the user gives none. A `.pt2` program saved with sample

@@ -30,6 +30,7 @@
 #include <torch/csrc/jit/runtime/interpreter.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <sstream>
@@ -57,18 +58,19 @@ namespace detail {
   return s->namesFromRoot();
 }
 
+/// "node `kind` at file:line in scope": how a message names a TorchScript node.
+[[nodiscard]] inline std::string describe_node(const ::torch::jit::Node* n) {
+  std::string s = "node `" + std::string(n->kind().toQualString()) + "`";
+  if (auto w = where_of(n); !w.empty()) s += " at " + w;
+  if (auto sc = scope_of(n); !sc.empty()) s += " in " + sc;
+  return s;
+}
+
 }  // namespace detail
 
 namespace specialise_detail {
 
 namespace jit = ::torch::jit;
-
-[[nodiscard]] inline std::string describe(const jit::Node* n) {
-  std::string s = "node `" + std::string(n->kind().toQualString()) + "`";
-  if (auto w = detail::where_of(n); !w.empty()) s += " at " + w;
-  if (auto sc = detail::scope_of(n); !sc.empty()) s += " in " + sc;
-  return s;
-}
 
 [[nodiscard]] inline std::string text_of(const c10::IValue& v) {
   if (v.isBool()) return v.toBool() ? "true" : "false";
@@ -119,10 +121,11 @@ namespace jit = ::torch::jit;
   return out;
 }
 
-/// Replaces `n` (a prim::If) by the nodes of its block `b`.
-inline void inline_block(jit::Graph& g, jit::Node* n, jit::Block* b) {
-  jit::WithInsertPoint guard(n);
-  std::unordered_map<jit::Value*, jit::Value*> map;
+/// Copies the nodes of block `b` before the insertion point of `g`, reading `map`'s value for
+/// any value it has (the block's inputs, values of earlier copies); returns the copies of the
+/// block's outputs. `map` gains the copies of the block's values.
+inline std::vector<jit::Value*> clone_block(jit::Graph& g, jit::Block* b,
+                                            std::unordered_map<jit::Value*, jit::Value*>& map) {
   auto env = [&](jit::Value* v) {
     auto it = map.find(v);
     return it == map.end() ? v : it->second;
@@ -134,7 +137,17 @@ inline void inline_block(jit::Graph& g, jit::Node* n, jit::Block* b) {
       map[inner->outputs()[i]] = c->outputs()[i];
     }
   }
-  for (std::size_t i = 0; i < n->outputs().size(); ++i) n->outputs()[i]->replaceAllUsesWith(env(b->outputs()[i]));
+  std::vector<jit::Value*> outs;
+  for (auto* v : b->outputs()) outs.push_back(env(v));
+  return outs;
+}
+
+/// Replaces `n` (a prim::If) by the nodes of its block `b`.
+inline void inline_block(jit::Graph& g, jit::Node* n, jit::Block* b) {
+  jit::WithInsertPoint guard(n);
+  std::unordered_map<jit::Value*, jit::Value*> map;
+  const auto outs = clone_block(g, b, map);
+  for (std::size_t i = 0; i < n->outputs().size(); ++i) n->outputs()[i]->replaceAllUsesWith(outs[i]);
   n->destroy();
 }
 
@@ -148,18 +161,8 @@ inline void unroll(jit::Graph& g, jit::Node* n, std::int64_t count) {
     std::unordered_map<jit::Value*, jit::Value*> map;
     map[body->inputs()[0]] = g.insertConstant(i);
     for (std::size_t j = 0; j < carried.size(); ++j) map[body->inputs()[j + 1]] = carried[j];
-    auto env = [&](jit::Value* v) {
-      auto it = map.find(v);
-      return it == map.end() ? v : it->second;
-    };
-    for (auto* inner : body->nodes()) {
-      auto* c = g.insertNode(g.createClone(inner, env));
-      for (std::size_t k = 0; k < inner->outputs().size(); ++k) {
-        c->outputs()[k]->copyMetadata(inner->outputs()[k]);
-        map[inner->outputs()[k]] = c->outputs()[k];
-      }
-    }
-    for (std::size_t j = 0; j < carried.size(); ++j) carried[j] = env(body->outputs()[j + 1]);
+    const auto outs = clone_block(g, body, map);  // the continue condition, then the carried values
+    carried.assign(outs.begin() + 1, outs.end());
   }
   for (std::size_t j = 0; j < n->outputs().size(); ++j) n->outputs()[j]->replaceAllUsesWith(carried[j]);
   n->destroy();
@@ -264,6 +267,16 @@ inline void lists_as_values(jit::Graph& g) {
 
 }  // namespace specialise_detail
 
+/// The profiling inputs a scripted forward's control flow is specialised on, read only when
+/// the forward has some: `inputs_path`, or MODEL.inputs.pt beside `model_path` when that is
+/// empty and the file exists (no provider otherwise).
+[[nodiscard]] inline std::function<input_set()> profile_inputs(const std::string& model_path,
+                                                               const std::string& inputs_path) {
+  const auto given = inputs_path.empty() ? inputs_path_for(model_path) : inputs_path;
+  if (inputs_path.empty() && !std::filesystem::exists(given)) return {};
+  return [given] { return load_inputs(given); };
+}
+
 /// Whether `g` has a node with blocks (`prim::If`, `prim::Loop`) at its top level.
 [[nodiscard]] inline bool has_control_flow(const ::torch::jit::Graph& g) {
   for (const auto* n : g.nodes())
@@ -291,11 +304,11 @@ inline void specialise_control_flow(std::shared_ptr<::torch::jit::Graph> g, cons
         // A for-loop: `range`, or over a list (TorchScript gives both a trip count); a while
         // loop's condition is computed in its body.
         if (!sd::is_true_constant(n->input(1)) || !sd::is_true_constant(n->blocks()[0]->outputs()[0]))
-          throw model_error(source + ": " + sd::describe(n) +
+          throw model_error(source + ": " + detail::describe_node(n) +
                             ": a while loop (its condition is computed as it runs) cannot be specialised; export "
                             "the model with torch.export or trace it with torch.jit.trace");
       } else if (n->kind() != c10::prim::If) {
-        throw model_error(source + ": " + sd::describe(n) + ": a node with blocks that is neither prim::If nor prim::Loop");
+        throw model_error(source + ": " + detail::describe_node(n) + ": a node with blocks that is neither prim::If nor prim::Loop");
       }
       flow.push_back(n);
       if (!jit::toIValue(n->input(0))) asked.push_back(n->input(0));
@@ -321,7 +334,7 @@ inline void specialise_control_flow(std::shared_ptr<::torch::jit::Graph> g, cons
           const auto* n = flow.front();
           for (auto* f : flow)
             if (f->input(0) == asked[k]) n = f;
-          throw model_error(source + ": " + sd::describe(n) + ": the profiling inputs disagree (" +
+          throw model_error(source + ": " + detail::describe_node(n) + ": the profiling inputs disagree (" +
                             (n->kind() == c10::prim::If ? "condition " : "trip count ") + sd::text_of(first) +
                             " on input 0, " + sd::text_of(values[i][k]) + " on input " + std::to_string(i) +
                             "): give inputs that take the same path, or export the model with torch.export");
@@ -338,14 +351,14 @@ inline void specialise_control_flow(std::shared_ptr<::torch::jit::Graph> g, cons
       const auto& v = choice[f];
       if (n->kind() == c10::prim::If) {
         if (!v.isBool())
-          throw model_error(source + ": " + sd::describe(n) + ": a condition that is not a bool (" + v.tagKind() + " " +
+          throw model_error(source + ": " + detail::describe_node(n) + ": a condition that is not a bool (" + v.tagKind() + " " +
                             sd::text_of(v) + ")");
         sd::inline_block(*g, n, n->blocks()[v.toBool() ? 0 : 1]);
         continue;
       }
-      if (!v.isInt()) throw model_error(source + ": " + sd::describe(n) + ": a trip count that is not an int");
+      if (!v.isInt()) throw model_error(source + ": " + detail::describe_node(n) + ": a trip count that is not an int");
       if (v.toInt() > max_unrolled)
-        throw model_error(source + ": " + sd::describe(n) + ": " + std::to_string(v.toInt()) +
+        throw model_error(source + ": " + detail::describe_node(n) + ": " + std::to_string(v.toInt()) +
                           " iterations, more than the " + std::to_string(max_unrolled) + " a specialisation unrolls");
       sd::unroll(*g, n, std::max<std::int64_t>(0, v.toInt()));
     }

@@ -27,7 +27,8 @@ build: deps $(BUILD)/build.ninja
 # the seed itself; findings are reduced to repro.py and issue.md within 60 s), prints the
 # campaign's summary and writes build/demo/report.html; then a 5-round campaign on a generated
 # seed with a known TorchScript defect (1.13 and 2.15), whose finding is reduced to repro.py and issue.md
-# (build/demo-defect/report.html).
+# (build/demo-defect/report.html); then, on the PyTorch 2.x build, a 3-round campaign with the
+# compiled configurations (torch.compile: Inductor and aot_eager) beside eager and float64.
 demo: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS) --target flowmut
 	$(BUILD)/tools/flowmut --version
@@ -40,6 +41,12 @@ demo: deps $(BUILD)/build.ninja
 	$(BUILD)/tools/flowmut run $(BUILD)/demo-seeds/gelu_tanh_conv.pt --rounds 5 --out $(BUILD)/demo-defect --force -q \
 	  --reduce-budget 60 --config eager_op_by_op --config frozen_optimized --config float64_reference
 	$(BUILD)/tools/flowmut report $(BUILD)/demo-defect
+ifneq ($(LIBTORCH),system)
+	@echo "== compiled configurations (PyTorch 2.x): torch.compile with Inductor and aot_eager against eager and float64"
+	$(BUILD)/tools/flowmut run tests/data/tiny_mix.pt --rounds 3 --out $(BUILD)/demo-compiled --force \
+	  --config eager_op_by_op --config float64_reference --config aot_eager --config inductor
+	$(BUILD)/tools/flowmut summary $(BUILD)/demo-compiled | head -n 8
+endif
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j 1

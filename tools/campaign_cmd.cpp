@@ -160,6 +160,11 @@ int run_campaign_command(run_args a, const std::string& self_exe) {
   o.configs = a.configs;
   o.worker_exe = self_exe;
   o.timeout_cap = std::chrono::seconds(a.timeout_s);
+  // A compiled configuration compiles every mutant (a cold Inductor cache: minutes on two cores):
+  // unless --timeout says otherwise, the cap is 15 minutes (the timeout is still calibrated on the seed).
+  if (!a.given.count("timeout") &&
+      std::any_of(a.configs.begin(), a.configs.end(), [](const std::string& c) { return tfg::torch::is_compiled_config(c); }))
+    o.timeout_cap = std::max<std::chrono::milliseconds>(o.timeout_cap, std::chrono::minutes(15));
   o.reruns = a.reruns;
   o.rss_limit_bytes = a.rss_limit_mb * (std::int64_t{1} << 20);
   o.resume = a.resume;

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <tfg/campaign/known_issues.hpp>
+
 struct run_args {
   std::string model;
   std::string out;
@@ -93,4 +95,6 @@ int run_merge_command(const std::vector<std::string>& dirs, const std::string& o
 /// The Python that runs repro.py: $TFG_PYTHON, else the Python whose torch this build uses (the
 /// venv's for the PyPI wheel, Debian's for 1.13), else /usr/bin/python3, else python3.
 std::string default_python();
+/// The known upstream issues (known-issues/*.json; $TFG_KNOWN_ISSUES names another folder).
+std::vector<tfg::campaign::known_issue> known_issues();
 std::vector<std::string> default_operator_dirs(const std::vector<std::string>& given);

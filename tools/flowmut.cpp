@@ -336,7 +336,8 @@ int run_configs() {
   for (const auto& c : tfg::torch::list_configs())
     std::printf("%-20s %-10s %-16s %s%s\n", c.name.c_str(), c.available ? "yes" : "no", c.reference.empty() ? "-" : c.reference.c_str(),
                 c.description.c_str(), c.available ? "" : (" [" + c.why_not + "]").c_str());
-  std::printf("\na campaign runs every available CPU configuration by default (flowmut run --config NAME to choose)\n");
+  std::printf("\na campaign runs every available CPU configuration but the compiled ones (aot_eager ... inductor_autograd,\n"
+              "seconds of compilation per mutant) by default; flowmut run --config NAME (repeat) chooses\n");
   return 0;
 }
 }  // namespace
@@ -371,6 +372,12 @@ const auto duration_arg = CLI::Validator(
     "DURATION", "duration");
 
 int main(int argc, char** argv) {
+  // The compiled configurations' Python worker (workers inherit the choice: they run this main).
+  if (auto& cs = tfg::torch::compiled_defaults(); cs.python.empty()) {
+    cs.python = default_python();
+    const char* script = std::getenv("TFG_COMPILED_WORKER");
+    cs.script = script && *script ? script : TFG_SOURCE_COMPILED_WORKER;
+  }
   CLI::App app{"flowmut: data-flow mutation testing of deep learning frameworks"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("flowmut ") + std::string(tfg::version) + " (LibTorch " + TORCH_VERSION + ")");

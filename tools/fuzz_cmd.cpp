@@ -115,8 +115,10 @@ pid_t start_slice(const std::string& self_exe, const fuzz_args& a, const tc::fuz
   }
   char slice[32];
   std::snprintf(slice, sizeof slice, "%.0f", std::max(1.0, slice_s));
-  args.insert(args.end(), {"--out", dir.string(), "--rounds", std::to_string(a.rounds), "--time", slice, "--timeout",
-                           std::to_string(a.timeout_s), "--reruns", std::to_string(a.reruns), "-q"});
+  args.insert(args.end(), {"--out", dir.string(), "--rounds", std::to_string(a.rounds), "--time", slice, "--reruns",
+                           std::to_string(a.reruns), "-q"});
+  // The campaign's own default unless given (it raises the cap for compiled configurations).
+  if (a.given.count("timeout")) args.insert(args.end(), {"--timeout", std::to_string(a.timeout_s)});
   fs::create_directories(out / "logs");
   const std::string log = (out / "logs" / (u.name + ".log")).string();
   const pid_t parent = ::getpid();
@@ -156,6 +158,7 @@ void copy_finding(const fs::path& from, const fs::path& to) {
 /// with their witnesses, and the units with links to their campaigns' own reports.
 void write_fuzz_report(const fs::path& out, const tc::findings_index& idx, const std::vector<tc::fuzz_unit>& units,
                        const std::string& what) {
+  const auto known = known_issues();
   using tc::report_detail::esc;
   using tc::report_detail::num;
   std::vector<tc::finding_row> rows;
@@ -173,7 +176,11 @@ void write_fuzz_report(const fs::path& out, const tc::findings_index& idx, const
   for (const auto& u : units) seeds.insert(u.seed.string());
   row("seeds", std::to_string(seeds.size()) + " (" + std::to_string(units.size()) + " campaigns)");
   row("rounds", std::to_string(rounds) + " in " + esc(tc::format_duration(seconds)) + " of campaign time");
-  row("findings", std::to_string(idx.size()) + " distinct, " + std::to_string(idx.witnesses()) + " witnesses");
+  std::size_t known_count = 0;
+  for (const auto* f : idx.entries()) known_count += tc::known_issue_of(known, f->job_row()) != nullptr;
+  row("findings", std::to_string(idx.size()) + " distinct" +
+                      (known_count ? " (" + std::to_string(known_count) + " known upstream)" : "") + ", " +
+                      std::to_string(idx.witnesses()) + " witnesses");
   h << "</table><h2>Findings</h2><table class=\"findings\"><tr><th>id</th><th>kind</th><th>culprit</th><th>pair</th>"
        "<th>status</th><th>witnesses</th><th>reproducer</th><th>title</th></tr>";
   for (const auto* f : idx.entries()) {
@@ -192,7 +199,11 @@ void write_fuzz_report(const fs::path& out, const tc::findings_index& idx, const
       }
     h << "<tr class=\"finding\"><td>" << esc(r.id) << "</td><td>" << esc(r.kind) << "</td><td>" << esc(r.culprit_op)
       << "</td><td>" << esc(r.config_a) << " vs " << esc(r.config_b) << "</td><td>" << esc(f->status()) << "</td><td>" << wit
-      << "</td><td>" << repro << "</td><td>" << esc(r.title) << "</td></tr>";
+      << "</td><td>" << repro << "</td><td>" << esc(r.title);
+    if (const auto* k = tc::known_issue_of(known, f->job_row()))
+      h << "<br><span class=\"muted\">known: " << (k->url.empty() ? esc(k->issue) : "<a href=\"" + esc(k->url) + "\">" + esc(k->issue) + "</a>")
+        << " (" << esc(k->status) << ")</span>";
+    h << "</td></tr>";
   }
   h << "</table>";
   if (idx.size() == 0) h << "<p class=\"muted\">No findings.</p>";
@@ -250,7 +261,7 @@ class fuzz_job {
     for (const auto& u : units_)
       if (fs::is_regular_file(out_ / "campaigns" / u.name / "campaign.db")) {
         try {
-          (void)tc::write_report(out_ / "campaigns" / u.name);
+          (void)tc::write_report(out_ / "campaigns" / u.name, known_);
         } catch (const std::exception& e) {
           std::fprintf(stderr, "fuzz: no report for %s: %s\n", u.name.c_str(), e.what());
         }
@@ -467,7 +478,7 @@ class fuzz_job {
       copy_finding(from, to);
       write_file_atomic(to / "witness.json", nlohmann::json(w).dump(1) + "\n");
     }
-    write_file_atomic(out_ / "findings.jsonl", index_.to_jsonl());
+    write_file_atomic(out_ / "findings.jsonl", index_.to_jsonl(known_));
   }
 
   void reduce_findings() {
@@ -545,6 +556,7 @@ class fuzz_job {
   std::vector<bool> running_;
   std::vector<job> jobs_;
   tc::findings_index index_;
+  std::vector<tc::known_issue> known_ = known_issues();  // known-issues/*.json
   std::int64_t picks_ = 0;
   double budget_ = 0, slice_ = 0, used_ = 0;
   clock_type::time_point t0_;

@@ -145,6 +145,21 @@ void write_issue(const fs::path& dir, const nlohmann::json& meta, const tfg::tor
   if (meta.contains("configs"))
     for (const auto& c : meta["configs"])
       if (c != a && c != b) md << "| `" << c.get<std::string>() << "` | ran in the campaign |\n";
+  if (tfg::torch::is_compiled_config(b)) {
+    // PyTorch's torch.compile bug template (pt2-bug-report): the backend that breaks, the
+    // backend ladder, and the versions from torch.__config__.show() of the Python that ran repro.py.
+    const std::string msg = meta.value("message", std::string());
+    const auto at = msg.find("backend: ");
+    md << "\n### Backend\n\n"
+       << (at == std::string::npos ? std::string("not attributed") : msg.substr(at + 9, msg.find('\n', at) - at - 9))
+       << "\n\nLadder (PyTorch's triage): eager (`" << a << "`) is the reference; `aot_eager` is Dynamo + AOTAutograd "
+       << "without Inductor; `" << b << "` diverges. repro.py sets `torch._inductor.config.fallback_random = True` and "
+       << "compiles `Repro` with the options of `" << b << "`.\n";
+    const auto cfg = dir / "torch_config.txt";
+    const std::string cmd = "'" + default_python() + "' -c 'import torch; print(torch.__version__); print(torch.__config__.show())' > '" +
+                            cfg.string() + "' 2>/dev/null";
+    if (std::system(cmd.c_str()) == 0) md << "\n### torch.__config__.show()\n\n```\n" << read_text(cfg) << "```\n";
+  }
   md << "\n### Versions\n\n```\n" << machine_versions() << "\n" << build_config() << "```\n";
   tfg::write_file_atomic(dir / "issue.md", md.str());
 }
@@ -205,9 +220,16 @@ int run_reduce_command(const std::string& dir_s, const std::string& self_exe, in
     spec.message = meta.value("message", "");
     spec.versions = machine_versions();
     tfg::torch::write_python_repro(m, inputs, spec, dir);
-    tfg::torch::write_cpp_repro(m, spec, dir);
+    // torch.compile and its relatives run from Python only: no LibTorch reproducer for them.
+    const bool compiled = tfg::torch::is_compiled_config(spec.config_b) || tfg::torch::is_compiled_config(spec.config_a);
+    if (!compiled) tfg::torch::write_cpp_repro(m, spec, dir);
     status = run_repro ? run_reproducer(dir, "'" + python + "' repro.py", "repro.log", std::max(timeout_s * 4, 120)) : "NOT RUN";
-    cpp_status = run_repro && build_cpp ? run_cpp_repro(dir, std::max(timeout_s * 4, 120), cpp_note) : "NOT RUN";
+    if (compiled) {
+      cpp_status = "NOT APPLICABLE";
+      cpp_note = spec.config_b + " compiles from Python (torch.compile); repro.py is the reproducer";
+    } else {
+      cpp_status = run_repro && build_cpp ? run_cpp_repro(dir, std::max(timeout_s * 4, 120), cpp_note) : "NOT RUN";
+    }
   } catch (const std::exception& e) {
     note = tfg::torch::clean_error(e.what());
   }
@@ -223,9 +245,15 @@ int run_reduce_command(const std::string& dir_s, const std::string& self_exe, in
   return status == "REPRODUCED" ? 0 : 1;
 }
 
+std::vector<tfg::campaign::known_issue> known_issues() {
+  const char* env = std::getenv("TFG_KNOWN_ISSUES");
+  const fs::path dir = env && *env ? fs::path(env) : fs::path(TFG_SOURCE_KNOWN_ISSUES);
+  return tfg::campaign::read_known_issue_dir(dir);
+}
+
 int run_report_command(const std::string& dir) {
   try {
-    const auto r = tfg::campaign::write_report(dir);
+    const auto r = tfg::campaign::write_report(dir, known_issues());
     std::printf("report: %s (%zu rounds, %zu findings, %zu plots)\nfindings: %s\nsarif: %s\n", fs::absolute(r.html).c_str(),
                 r.rounds, r.findings, r.plots, fs::absolute(r.jsonl).c_str(), fs::absolute(r.sarif).c_str());
     return 0;

@@ -39,7 +39,7 @@ tt::model from_ir(const std::string& ir) {
   return tt::torchscript_importer::from_graph(*g, "test.ir");
 }
 
-bool is_autograd(const std::string& name) { return name.rfind("autograd", 0) == 0; }
+bool is_autograd(const std::string& name) { return tt::is_gradient_config(name); }
 
 /// The first floating tensor leaf of the first input's outputs.
 std::size_t first_float_leaf(const tt::run_result& r) {

@@ -23,6 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tfg/campaign/known_issues.hpp"
 #include "tfg/campaign/store.hpp"
 #include "tfg/util/atomic_file.hpp"
 
@@ -371,11 +372,13 @@ class findings_index {
 
   /// One JSON object a line, in key order: the representative's row (its `dir` the job's
   /// `findings/ID`), the overall status and instance count, and the witnesses.
-  [[nodiscard]] std::string to_jsonl() const {
+  /// One line per finding; a finding that matches one of `known` gets a "known" field.
+  [[nodiscard]] std::string to_jsonl(const std::vector<known_issue>& known = {}) const {
     std::string out;
     for (const auto& [key, f] : by_key_) {
       nlohmann::json j = f.job_row();
       j["witnesses"] = f.witnesses;
+      if (const auto* k = known_issue_of(known, f.job_row())) j["known"] = known_json(*k);
       out += j.dump() + "\n";
     }
     return out;

@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tfg/campaign/sarif.hpp"
+#include "tfg/campaign/known_issues.hpp"
 #include "tfg/campaign/store.hpp"
 #include "tfg/util/atomic_file.hpp"
 #include "tfg/util/text_file.hpp"
@@ -169,7 +170,8 @@ struct report_result {
 
 /// Writes `dir/report.html`, `dir/findings.jsonl`, `dir/findings.sarif` and
 /// `dir/findings/ID/index.html` for the campaign in `dir`. Throws std::runtime_error when `dir` holds no campaign store.
-inline report_result write_report(const std::filesystem::path& dir) {
+/// A finding that matches one of `known` (known_issues.hpp) is listed as known, with its issue.
+inline report_result write_report(const std::filesystem::path& dir, const std::vector<known_issue>& known = {}) {
   namespace fs = std::filesystem;
   using namespace report_detail;
   if (!fs::is_regular_file(dir / "campaign.db"))
@@ -193,6 +195,15 @@ inline report_result write_report(const std::filesystem::path& dir) {
     nlohmann::json j = f;
     if (meta.contains("localisation")) j["localisation"] = meta["localisation"];
     if (meta.contains("reduction")) j["reduction"] = meta["reduction"];
+    if (const auto* k = known_issue_of(known, f)) j["known"] = known_json(*k);
+    // A compiled configuration's finding: which backend breaks (the worker's aot_eager rerun).
+    if (meta.contains("message") && meta["message"].is_string()) {
+      const std::string msg = meta["message"].get<std::string>();
+      if (const auto at = msg.find("\nbackend: "); at != std::string::npos) {
+        const auto rest = msg.substr(at + 10);
+        j["backend"] = rest.substr(0, rest.find('\n'));
+      }
+    }
     jsonl << j.dump() << "\n";
   }
   out.jsonl = dir / "findings.jsonl";
@@ -249,9 +260,14 @@ inline report_result write_report(const std::filesystem::path& dir) {
   if (auto s = db.meta("policy")) row("policy", esc(*s));
   row("rounds", std::to_string(t.rounds) + " (" + std::to_string(t.executed) + " executed, legal rate " + num(t.legal_rate) + ")");
   row("time in rounds", num(t.minutes) + " min");
-  std::size_t flaky = 0;
-  for (const auto& f : findings) flaky += f.status == "flaky";
-  row("findings", std::to_string(findings.size() - flaky) + " distinct" + (flaky ? ", " + std::to_string(flaky) + " flaky" : ""));
+  std::size_t flaky = 0, known_count = 0;
+  for (const auto& f : findings) {
+    flaky += f.status == "flaky";
+    known_count += f.status != "flaky" && known_issue_of(known, f) != nullptr;
+  }
+  row("findings", std::to_string(findings.size() - flaky) + " distinct" +
+                      (known_count ? " (" + std::to_string(known_count) + " known upstream)" : "") +
+                      (flaky ? ", " + std::to_string(flaky) + " flaky" : ""));
   h << "</table>";
   h << "<h2>Findings</h2><table class=\"findings\"><tr><th>id</th><th>kind</th><th>culprit</th><th>pair</th><th>rounds</th>"
        "<th>instances</th><th>reliability</th><th>reduced</th><th>repro.py / .cpp</th><th>title</th></tr>";
@@ -274,7 +290,11 @@ inline report_result write_report(const std::filesystem::path& dir) {
       << "/index.html\">" << esc(f.id) << "</a></td><td>" << esc(f.kind) << "</td><td>" << esc(f.culprit_op) << "</td><td>"
       << esc(f.config_a) << " vs " << esc(f.config_b) << "</td><td>" << f.first_round << "-" << f.last_round << "</td><td>"
       << f.instances << "</td><td>" << num(f.reliability) << "</td><td>" << reduced << "</td><td>" << repro << "</td><td>"
-      << esc(f.title) << "</td></tr>";
+      << esc(f.title);
+    if (const auto* k = known_issue_of(known, f))
+      h << "<br><span class=\"muted\">known: " << (k->url.empty() ? esc(k->issue) : "<a href=\"" + esc(k->url) + "\">" + esc(k->issue) + "</a>")
+        << " (" << esc(k->status) << ")</span>";
+    h << "</td></tr>";
   }
   h << "</table>";
   if (findings.empty()) h << "<p class=\"muted\">No findings.</p>";

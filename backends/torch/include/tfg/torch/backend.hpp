@@ -37,34 +37,6 @@
 
 namespace tfg::torch {
 
-/// Writes profiling inputs as `torch.save` does for a list of argument tuples (atomically). On
-/// LibTorch 2.x, inputs of tensors and scalars are written without TorchScript's type tags, so
-/// that plain `torch.load` (weights_only, the default since 2.6) reads a campaign's inputs.pt;
-/// an input with a dict or a list keeps the tags, which type the container for forward
-/// (`Dict[str, Tensor]`, not `Dict[Any, Any]`) when flowmut reads it back.
-inline void save_inputs(const input_set& inputs, const std::filesystem::path& path) {
-  c10::impl::GenericList list(c10::AnyType::get());
-  for (const auto& x : inputs) list.push_back(c10::ivalue::Tuple::create(x));
-#if TFG_HAS_PT2
-  // Whether a value holds a dict or a list, at any depth of tuples.
-  const auto container = [](const c10::IValue& v, const auto& self) -> bool {
-    if (v.isGenericDict() || v.isList()) return true;
-    if (!v.isTuple()) return false;
-    const auto& e = v.toTupleRef().elements();
-    return std::any_of(e.begin(), e.end(), [&](const c10::IValue& x) { return self(x, self); });
-  };
-  const bool containers = std::any_of(inputs.begin(), inputs.end(), [&](const std::vector<c10::IValue>& x) {
-    return std::any_of(x.begin(), x.end(), [&](const c10::IValue& a) { return container(a, container); });
-  });
-  if (!containers) {
-    write_file_atomic(path, pt2_detail::torch_save_bytes(c10::IValue(list)));
-    return;
-  }
-#endif
-  const auto bytes = ::torch::jit::pickle_save(c10::IValue(list));
-  write_file_atomic(path, std::string_view(bytes.data(), bytes.size()));
-}
-
 class backend {
  public:
   using model_type = model;

@@ -17,11 +17,21 @@
 /// | autograd            | the same gradients through the graph executor                | autograd_eager  |
 /// | cuda_eager          | op by op on CUDA (only when `at::hasCUDA()`)                 | eager_op_by_op  |
 /// | cuda_graph_executor | graph executor on CUDA (only when `at::hasCUDA()`)           | eager_op_by_op  |
+/// | aot_eager           | torch.compile(backend="aot_eager") of the mutant as a .pt2   | eager_op_by_op  |
+/// | inductor            | torch.compile() (Inductor, CPU)                              | eager_op_by_op  |
+/// | inductor_freezing   | torch.compile() with Inductor's freezing (oneDNN fusions)    | eager_op_by_op  |
+/// | inductor_dynamic    | torch.compile(dynamic=True)                                  | eager_op_by_op  |
+/// | export_decomposed   | the program after run_decompositions(), ExportedProgram.module() | eager_op_by_op |
+/// | inductor_autograd   | autograd_eager's gradients through torch.compile()           | autograd_eager  |
+///
+/// The last six are PyTorch 2.x's compiled configurations, run by a Python worker (compiled.hpp);
+/// a campaign runs them when asked (`--config`), as they compile for seconds per mutant.
 ///
 /// Every configuration runs with `run_options::threads` intra-op threads (1 by default, so runs
 /// are deterministic) except threads_1_vs_n; the previous setting is restored afterwards. The TE
 /// fuser is never forced on CPU (Debian's build has no LLVM; see libtorch-notes.md).
 #include <tfg/torch/compat_configs.hpp>
+#include <tfg/torch/compiled.hpp>
 #include <tfg/torch/execute.hpp>
 #include <tfg/torch/export.hpp>
 #include <tfg/torch/import.hpp>
@@ -79,6 +89,12 @@ struct run_result {
   /// configurations run a module whose nodes carry their positions (to_module's
   /// tag_positions), so the interpreter's traceback says which node raised; -1: unknown.
   std::int64_t failed_position = -1;
+  /// The configuration could not be given the model (tfg's own limitation, e.g. a mutant the
+  /// torch.export writer cannot express): `error` says why; never judged, never a finding.
+  bool skipped = false;
+  /// The outputs were computed in another process (the Python worker of the compiled
+  /// configurations): this process's random number generator says nothing about its draws.
+  bool external = false;
 
   [[nodiscard]] bool ok() const noexcept { return error.empty(); }
 };
@@ -350,6 +366,8 @@ class configuration_scope {
   const bool cuda = compat::cuda_available();
   const std::string no_cuda = "this LibTorch has no CUDA or no CUDA device is visible (at::hasCUDA() is false)";
   const int hw = config_detail::hardware_threads();
+  const bool compiled = compiled_available();
+  const std::string why_compiled = compiled_detail::unavailable_reason();
   return {
       {"eager_op_by_op", "op by op with tfg::torch::executor; the reference", true, "", ""},
       {"graph_executor",
@@ -382,14 +400,33 @@ class configuration_scope {
       {"cuda_eager", "op by op on CUDA device 0", cuda, cuda ? "" : no_cuda, "eager_op_by_op"},
       {"cuda_graph_executor", "the exported module with constants on CUDA device 0, run through forward", cuda,
        cuda ? "" : no_cuda, "eager_op_by_op"},
+      {"aot_eager",
+       "torch.compile(backend=\"aot_eager\") of the mutant written as a torch.export program: graph capture and "
+       "AOTAutograd without Inductor (Python worker)",
+       compiled, why_compiled, "eager_op_by_op"},
+      {"inductor", "torch.compile() with its defaults: Inductor's CPU code (Python worker)", compiled, why_compiled,
+       "eager_op_by_op"},
+      {"inductor_freezing",
+       "torch.compile() with torch._inductor.config.freezing: weights as constants, oneDNN prepacking and "
+       "conv/linear + unary fusions (Python worker)",
+       compiled, why_compiled, "eager_op_by_op"},
+      {"inductor_dynamic", "torch.compile(dynamic=True): shapes symbolic (Python worker)", compiled, why_compiled,
+       "eager_op_by_op"},
+      {"export_decomposed",
+       "the torch.export program after run_decompositions() (core ATen), run by ExportedProgram.module() "
+       "(Python worker)",
+       compiled, why_compiled, "eager_op_by_op"},
+      {"inductor_autograd", "autograd_eager's gradients through torch.compile() (Inductor's backward; Python worker)",
+       compiled, why_compiled, "autograd_eager"},
   };
 }
 
-/// The configurations a campaign runs by default: every available CPU configuration.
+/// The configurations a campaign runs by default: every available CPU configuration but the
+/// compiled ones (they compile for seconds per mutant: asked for with --config).
 [[nodiscard]] inline std::vector<std::string> default_campaign_configs() {
   std::vector<std::string> out;
   for (const auto& c : list_configs())
-    if (c.available && c.name.rfind("cuda", 0) != 0) out.push_back(c.name);
+    if (c.available && c.name.rfind("cuda", 0) != 0 && !is_compiled_config(c.name)) out.push_back(c.name);
   return out;
 }
 
@@ -453,6 +490,14 @@ class configuration_scope {
     } else if (name == "cuda_graph_executor") {
       const c10::Device cuda(c10::kCUDA, 0);
       cd::run_forward(r, inputs, opt, [&] { return cd::scripted(to_module(cd::model_on_device(m, cuda)), cuda); }, {});
+    } else if (is_compiled_config(name)) {
+      auto c = run_compiled(name, m, inputs, opt.max_inputs, opt.warmup, threads);
+      r.outputs = std::move(c.outputs);
+      r.wall_ms = c.wall_ms;
+      r.prepare_ms = c.prepare_ms;
+      r.error = std::move(c.error);
+      r.skipped = c.skipped;
+      r.external = true;
     } else {
       r.error = "configuration `" + r.config + "` is listed but has no runner";
     }

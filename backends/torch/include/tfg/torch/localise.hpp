@@ -167,12 +167,16 @@ inline void describe_node(const model& m, std::size_t position, const edge_value
 [[nodiscard]] inline compare_options options_for(std::string_view b, const std::vector<c10::IValue>& input,
                                                  bool nonfinite_parameters = false, bool nonfinite_forward = false) {
   compare_options opt;
-  opt.layout_changes = b == "channels_last" || b == "frozen_optimized";
+  // Compiled configurations choose their outputs' strides and, but for aot_eager (the same ATen
+  // calls, functionalised), rewrite the arithmetic (fusion, decomposition, vectorised math).
+  const bool compiled = is_compiled_config(b);
+  opt.layout_changes = b == "channels_last" || b == "frozen_optimized" || compiled;
   // The float64 runs take other kernels too (no oneDNN in float64: the native convolution
   // multiplies the zero padding, oneDNN skips it, so Inf weights give NaN at the borders in
   // one only).
   opt.rewrites_arithmetic =
-      b == "frozen_optimized" || b == "autograd" || b == "float64_reference" || b == "autograd_float64";
+      b == "frozen_optimized" || b == "autograd" || b == "float64_reference" || b == "autograd_float64" ||
+      (compiled && b != "aot_eager");
   opt.nonfinite_parameters = nonfinite_parameters;
   opt.nonfinite_forward = nonfinite_forward;
   opt.input_precision = input_precision(input);
@@ -418,7 +422,7 @@ struct probe_cache {
   }
   const auto cut_m = cut_model(m, edges);
   const input_set one{input};
-  const bool gradient = std::string_view(b_name).rfind("autograd", 0) == 0;
+  const bool gradient = is_gradient_config(b_name);
   auto opt = options_for(b_name, input, has_nonfinite_parameters(m));
   if (only_b) {  // localising a crash: that b completes on this cut is the answer
     const auto rb = run_config(b_name, cut_m, one, ro);

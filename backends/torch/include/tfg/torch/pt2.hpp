@@ -32,6 +32,7 @@
 #include <tfg/torch/import.hpp>
 #include <tfg/torch/inputs.hpp>
 #include <tfg/torch/ivalue.hpp>
+#include <tfg/util/atomic_file.hpp>
 
 #if TFG_TORCH_AT_LEAST(2, 6) && __has_include(<torch/csrc/utils/generated_serialization_types.h>)
 #define TFG_HAS_PT2 1
@@ -801,6 +802,26 @@ class program_writer {
     builder.build();
     std::unordered_map<const jit::Value*, c10::IValue> value;
     for (const auto& [edge, v] : builder.values()) value[v] = ex.value(graph::edge_id{static_cast<std::uint32_t>(edge)});
+    // `prim::NumToTensor` (a traced `x.size(0) // n` as a tensor) is TorchScript's, not ATen's: in
+    // a program it is `aten.scalar_tensor` with the result's dtype, which tracers can fake (Dynamo
+    // runs a prim op for real and then mixes a real tensor with fake ones).
+    for (auto it = g->nodes().begin(); it != g->nodes().end();) {
+      auto* n = *it;
+      ++it;
+      if (n->kind() != c10::prim::NumToTensor) continue;
+      const auto found = value.find(n->output());
+      if (found == value.end() || !found->second.isTensor()) continue;
+      const c10::IValue result = found->second;
+      value.erase(found);  // the node goes: its Value's address may be reused
+      jit::WithInsertPoint here(n);
+      auto* dtype = g->insertConstant(c10::IValue(static_cast<std::int64_t>(result.toTensor().scalar_type())));
+      auto* none = g->insertConstant(c10::IValue());
+      auto* st = g->insertNode(g->create(c10::aten::scalar_tensor, {n->input(0), dtype, none, none, none}, 1));
+      st->output()->setType(n->output()->type());
+      value[st->output()] = result;
+      n->output()->replaceAllUsesWith(st->output());
+      n->destroy();
+    }
 
     ser::Graph out;
     std::vector<ser::Argument> inputs, weights_in;
@@ -1302,6 +1323,34 @@ inline void save_pt2(const model& m, const std::vector<c10::IValue>& args, const
   }
 #endif
   return random_inputs(m, count, seed);
+}
+
+/// Writes profiling inputs as `torch.save` does for a list of argument tuples (atomically). On
+/// LibTorch 2.x, inputs of tensors and scalars are written without TorchScript's type tags, so
+/// that plain `torch.load` (weights_only, the default since 2.6) reads a campaign's inputs.pt;
+/// an input with a dict or a list keeps the tags, which type the container for forward
+/// (`Dict[str, Tensor]`, not `Dict[Any, Any]`) when flowmut reads it back.
+inline void save_inputs(const input_set& inputs, const std::filesystem::path& path) {
+  c10::impl::GenericList list(c10::AnyType::get());
+  for (const auto& x : inputs) list.push_back(c10::ivalue::Tuple::create(x));
+#if TFG_HAS_PT2
+  // Whether a value holds a dict or a list, at any depth of tuples.
+  const auto container = [](const c10::IValue& v, const auto& self) -> bool {
+    if (v.isGenericDict() || v.isList()) return true;
+    if (!v.isTuple()) return false;
+    const auto& e = v.toTupleRef().elements();
+    return std::any_of(e.begin(), e.end(), [&](const c10::IValue& x) { return self(x, self); });
+  };
+  const bool containers = std::any_of(inputs.begin(), inputs.end(), [&](const std::vector<c10::IValue>& x) {
+    return std::any_of(x.begin(), x.end(), [&](const c10::IValue& a) { return container(a, container); });
+  });
+  if (!containers) {
+    write_file_atomic(path, pt2_detail::torch_save_bytes(c10::IValue(list)));
+    return;
+  }
+#endif
+  const auto bytes = ::torch::jit::pickle_save(c10::IValue(list));
+  write_file_atomic(path, std::string_view(bytes.data(), bytes.size()));
 }
 
 /// "torch.export" or "torchscript": the format load_any reads `path` as.

@@ -446,6 +446,27 @@ def run(config, args):
             for _ in range(2):
                 s(*clone(args))
             return leaves(s(*args))
+    if config in ("aot_eager", "inductor", "inductor_freezing", "inductor_dynamic", "inductor_autograd",
+                  "export_decomposed"):
+        # As flowmut's compiled worker runs them (backends/torch/python/tfg_compiled_worker.py).
+        import torch._inductor.config as inductor_config
+        inductor_config.fallback_random = True
+        if config == "inductor_freezing":
+            inductor_config.freezing = True
+        torch._dynamo.reset()
+        m = Repro(CONSTANTS).eval()
+        if config == "export_decomposed":
+            fn = torch.export.export(m, tuple(clone(args))).run_decompositions().module()
+        elif config == "aot_eager":
+            fn = torch.compile(m, backend="aot_eager")
+        else:
+            fn = torch.compile(m, dynamic=True if config == "inductor_dynamic" else None)
+        if config == "inductor_autograd":
+            return gradients(fn, args)
+        with torch.no_grad():
+            for _ in range(2):
+                fn(*clone(args))
+            return leaves(fn(*args))
     raise SystemExit("unknown configuration " + config)
 
 

@@ -72,7 +72,7 @@ inline void write_current(const worker_state& st, const nlohmann::json& rec) {
   std::filesystem::rename(tmp, st.dir / "current.json", ec);
 }
 
-[[nodiscard]] inline bool is_gradient_config(std::string_view c) { return c.rfind("autograd", 0) == 0; }
+[[nodiscard]] inline bool is_gradient_config(std::string_view c) { return tfg::torch::is_gradient_config(c); }
 
 /// Reseeds the default CPU generator, so that random operators of a mutant draw the same
 /// numbers in every configuration (and a difference in how many they draw becomes visible).
@@ -126,6 +126,32 @@ struct float64_judgement {
   return {output_excess(mine64, theirs64, a, r), a, r};
 }
 
+/// "backend: ..." for a finding `v` of an Inductor configuration, from aot_eager's run `ae` judged
+/// against the same reference: where aot_eager agrees, Inductor breaks; where it shows the
+/// finding too, graph capture or AOTAutograd does (aot_eager is Inductor's input).
+[[nodiscard]] inline std::string backend_attribution(const oracle::verdict& v, const std::map<std::string, run_result>& results,
+                                                     const run_result& ae, const model& m,
+                                                     const std::vector<c10::IValue>& opt_input, bool nonfinite,
+                                                     bool nonfinite_forward) {
+  if (ae.skipped) return "backend: not attributed (aot_eager did not run: " + ae.error + ")";
+  const auto a = results.find(v.config_a);
+  if (a == results.end()) return "backend: not attributed";
+  const auto r64 = results.find("float64_reference");
+  const run_result* ref64 = r64 != results.end() && r64->second.ok() ? &r64->second : nullptr;
+  const auto opt = options_for("aot_eager", opt_input, nonfinite, nonfinite_forward);
+  oracle::verdict w;
+  try {
+    w = judge(a->second, ae, opt, &m, ref64, {});
+  } catch (const std::exception& e) {
+    return "backend: not attributed (aot_eager cannot be compared: " + clean_error(e.what()) + ")";
+  }
+  if (!w.finding())
+    return "backend: Inductor (aot_eager, the same graph capture and AOTAutograd without Inductor, agrees with " +
+           v.config_a + ")";
+  return "backend: graph capture or AOTAutograd (aot_eager, without Inductor, disagrees with " + v.config_a +
+         " too: " + std::string(oracle::to_string(w.kind)) + ")";
+}
+
 }  // namespace worker_detail
 
 /// Runs one request (see tfg/campaign/protocol.hpp). Never throws: failures become fields of
@@ -169,8 +195,9 @@ struct float64_judgement {
       rng_after[c] = worker_detail::cpu_generator_state_hash();
     }
     config_ms += r.prepare_ms + r.wall_ms;
+    if (is_compiled_config(c)) reply.phases["compile"] += r.prepare_ms;  // within "configs"
     if (r.ok() && req.labels) sequence.append(trace, names, c);  // failures add no labels
-    reply.results.push_back({c, r.ok(), r.error, r.wall_ms, r.prepare_ms});
+    reply.results.push_back({c, r.ok(), r.skipped ? "skipped: " + r.error : r.error, r.wall_ms, r.prepare_ms});
     results.emplace(c, std::move(r));
   }
   reply.phases["configs"] = config_ms;
@@ -187,6 +214,7 @@ struct float64_judgement {
   for (const auto& c : configs)
     if (c == "float64_reference" || c == "autograd_float64") order.push_back(c);
   std::map<std::string, bool> agrees;  // config -> agrees with its reference (no finding)
+  std::vector<std::size_t> attribute;  // verdicts of Inductor configurations to attribute to a backend
   const auto opt_input = (*inputs).empty() ? std::vector<c10::IValue>{} : (*inputs)[0];
   const bool nonfinite = has_nonfinite_parameters(m);
   const auto eager = results.find("eager_op_by_op");
@@ -196,6 +224,7 @@ struct float64_judgement {
     if (!info || info->reference.empty()) continue;
     const auto a = results.find(info->reference), b = results.find(c);
     if (a == results.end() || b == results.end()) continue;
+    if (a->second.skipped || b->second.skipped) continue;  // tfg could not give it the model: nothing to judge
     const bool grad = worker_detail::is_gradient_config(c);
     const char* ref64_name = grad ? "autograd_float64" : "float64_reference";
     const run_result* ref64 = nullptr;
@@ -245,14 +274,37 @@ struct float64_judgement {
     // RNG consumption is state: equivalent configurations draw the same random numbers. Widened
     // (float64) runs may legitimately sample differently and are not compared.
     if (!v.finding() && a->second.ok() && b->second.ok() && !a->second.widened && !b->second.widened &&
-        rng_after[a->first] != rng_after[c]) {
+        !a->second.external && !b->second.external && rng_after[a->first] != rng_after[c]) {
       v.kind = oracle::verdict_kind::state_mismatch;
       v.config_a = a->first;
       v.config_b = c;
       v.message = "random number generator consumption differs between " + a->first + " and " + c;
     }
     agrees[c] = !v.finding() && b->second.ok();
+    if (v.finding() && is_inductor_config(c) && c != "inductor_autograd") {
+      // Which backend breaks (PyTorch's triage): the same graph capture and AOTAutograd without
+      // Inductor (aot_eager) against the same reference. Judged after this loop when aot_eager
+      // ran in this request; otherwise run now.
+      attribute.push_back(reply.verdicts.size());
+    }
     if (v.finding() || v.kind == oracle::verdict_kind::error_in_both) reply.verdicts.push_back(std::move(v));
+  }
+  if (!attribute.empty()) {
+    worker_detail::write_current(st, {{"id", req.id}, {"model", req.model}, {"config", "aot_eager"}, {"pid", ::getpid()}});
+    auto ae = results.find("aot_eager");
+    if (ae == results.end()) {
+      worker_detail::reseed_cpu_generator();
+      ae = results.emplace("aot_eager", run_config("aot_eager", m, *inputs, ro)).first;
+    }
+    for (auto i : attribute) {
+      auto& v = reply.verdicts[i];
+      v.message += "\n" + worker_detail::backend_attribution(v, results, ae->second, m, opt_input, nonfinite, nonfinite_forward);
+      // PyTorch's ladder: a finding that static shapes do not show is dynamic shapes'.
+      if (v.config_b == "inductor_dynamic" && agrees.count("inductor") && agrees["inductor"])
+        v.message += "; dynamic shapes: inductor with static shapes agrees";
+      if (v.config_b == "inductor_freezing" && agrees.count("inductor") && agrees["inductor"])
+        v.message += "; freezing: inductor without freezing agrees";
+    }
   }
   // The metamorphic check: the seed and the mutant, op by op, must agree within the operator's
   // tolerance; a difference is a violation only when the float64 runs differ too (otherwise
@@ -467,6 +519,7 @@ namespace worker_detail {
 /// localisation needs to be fast) until another kind of request arrives, which the child hands
 /// back to the server through a pipe before it exits.
 inline int serve_requests(const std::filesystem::path& dir) {
+  compiled_defaults().propagate_deaths = true;  // a dying Python worker is this worker's crash
   campaign::install_crash_handler();
   campaign::worker_channel ch;
   if (!ch.valid()) {

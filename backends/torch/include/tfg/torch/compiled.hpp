@@ -1,0 +1,398 @@
+#pragma once
+/// The compiled execution configurations of PyTorch 2.x (torch.compile with Inductor or
+/// aot_eager, the decomposed exported program), run by a Python worker: PyTorch compiles from
+/// Python, LibTorch cannot. The mutant is written as a torch.export program (save_pt2), its inputs
+/// with torch.save; `backends/torch/python/tfg_compiled_worker.py` runs the configuration and
+/// writes the outputs with torch.save; they come back as a run_result and are judged by the same
+/// C++ oracle as every configuration.
+///
+/// The Python worker is supervised like the C++ one (tfg::campaign::worker: fork + exec, its own
+/// process group, PR_SET_PDEATHSIG, the worker protocol on fds 3 and 4, a timeout). One Python
+/// process serves the compiled configurations of one C++ process (started on first use; its
+/// `import torch` is paid once per worker request, the compile once per configuration). In a
+/// worker process (`propagate_deaths`), a Python worker that dies takes the C++ worker with it the
+/// same way (the same signal, or the same exit code), so the supervisor records the crash against
+/// the configuration current.json names; in any other process the death becomes the
+/// configuration's error.
+///
+/// Where things are: compiled_defaults().python, else $TFG_PYTHON; compiled_defaults().script,
+/// else $TFG_COMPILED_WORKER (`flowmut` sets both to its build's venv Python and the script in the
+/// source tree). The Python's torch must be the version of the LibTorch this build links (a
+/// compiled result is compared with LibTorch's eager one).
+#include <tfg/campaign/process.hpp>
+#include <tfg/torch/inputs.hpp>
+#include <tfg/torch/ivalue.hpp>
+#include <tfg/torch/model.hpp>
+#include <tfg/torch/pickle_compat.hpp>
+#include <tfg/torch/pt2.hpp>
+
+#include <nlohmann/json.hpp>
+#include <torch/version.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tfg::torch {
+
+/// The compiled configurations, in `flowmut configs` order.
+[[nodiscard]] inline const std::vector<std::string>& compiled_config_names() {
+  static const std::vector<std::string> names{"aot_eager",        "inductor",          "inductor_freezing",
+                                              "inductor_dynamic", "export_decomposed", "inductor_autograd"};
+  return names;
+}
+
+[[nodiscard]] inline bool is_compiled_config(std::string_view name) {
+  const auto& n = compiled_config_names();
+  return std::find(n.begin(), n.end(), name) != n.end();
+}
+
+/// Configurations compiled by Inductor (a finding of one is attributed to Inductor or to graph
+/// capture by rerunning the pair with aot_eager).
+[[nodiscard]] inline bool is_inductor_config(std::string_view name) { return name.rfind("inductor", 0) == 0; }
+
+/// Configurations whose results are gradients (compared with autograd_eager): the autograd
+/// family and Inductor's compiled backward.
+[[nodiscard]] inline bool is_gradient_config(std::string_view name) {
+  return name.rfind("autograd", 0) == 0 || name == "inductor_autograd";
+}
+
+/// Process-wide settings of the compiled configurations.
+struct compiled_settings {
+  std::string python;  ///< empty: $TFG_PYTHON
+  std::string script;  ///< empty: $TFG_COMPILED_WORKER
+  /// A worker process sets this: the Python worker's death ends this process the same way.
+  bool propagate_deaths = false;
+  std::chrono::milliseconds timeout{std::chrono::minutes(10)};  ///< per configuration (compile included)
+  /// Inductor config flags set for every Inductor configuration (the flag search of a finding).
+  std::map<std::string, nlohmann::json> inductor_flags;
+};
+
+[[nodiscard]] inline compiled_settings& compiled_defaults() {
+  static compiled_settings s;
+  return s;
+}
+
+namespace compiled_detail {
+
+[[nodiscard]] inline std::string env_or(const char* name, const char* fallback) {
+  if (const char* v = std::getenv(name); v && *v) return v;
+  return fallback ? fallback : "";
+}
+
+[[nodiscard]] inline std::string python_path() {
+  const auto& s = compiled_defaults();
+  return s.python.empty() ? env_or("TFG_PYTHON", nullptr) : s.python;
+}
+
+[[nodiscard]] inline std::string script_path() {
+  const auto& s = compiled_defaults();
+  return s.script.empty() ? env_or("TFG_COMPILED_WORKER", nullptr) : s.script;
+}
+
+/// The version without a local suffix ("2.15.0+cu132" -> "2.15.0").
+[[nodiscard]] inline std::string public_version(std::string v) {
+  if (const auto plus = v.find('+'); plus != std::string::npos) v.resize(plus);
+  return v;
+}
+
+/// The Python worker of this process (started on first use, replaced after it died; a forked
+/// child never reuses its parent's).
+struct python_process {
+  std::unique_ptr<campaign::worker> proc;
+  pid_t owner = 0;
+  std::filesystem::path dir;  ///< programs, inputs, outputs and the worker's log
+  std::string torch_version;  ///< what its ping answered
+  std::int64_t next_id = 1;
+};
+
+[[nodiscard]] inline python_process& process() {
+  static python_process p;
+  if (p.owner != ::getpid()) {
+    (void)p.proc.release();  // the parent's: neither ours to stop nor to talk to (its fds are close-on-exec)
+    p = {};
+    p.owner = ::getpid();
+  }
+  return p;
+}
+
+[[nodiscard]] inline std::filesystem::path work_dir() {
+  auto& p = process();
+  if (p.dir.empty()) {
+    static std::atomic<int> counter{0};
+    p.dir = std::filesystem::temp_directory_path() /
+            ("tfg-compiled-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    std::filesystem::create_directories(p.dir);
+  }
+  return p.dir;
+}
+
+/// What the Python worker wrote to its log since `from` (the traceback of an error), to stderr.
+inline void forward_log(const std::string& log) {
+  if (!log.empty()) std::cerr << log << (log.back() == '\n' ? "" : "\n") << std::flush;
+}
+
+/// Ends this process as the Python worker ended (worker processes only).
+[[noreturn]] inline void die_like(const campaign::exchange_result& ex) {
+  if (ex.kind == campaign::outcome::signaled || ex.kind == campaign::outcome::out_of_memory) {
+    const int sig = ex.kind == campaign::outcome::signaled && ex.signal > 0 ? ex.signal : SIGKILL;
+    ::signal(sig, SIG_DFL);
+    ::raise(sig);
+    ::_exit(128 + sig);
+  }
+  ::_exit(ex.exit_code != 0 ? ex.exit_code : 1);
+}
+
+[[nodiscard]] inline std::string death_message(const campaign::exchange_result& ex) {
+  using campaign::outcome;
+  switch (ex.kind) {
+    case outcome::signaled: return "the Python worker died of signal " + std::to_string(ex.signal) + " (" + ::strsignal(ex.signal) + ")";
+    case outcome::exited: return "the Python worker exited with status " + std::to_string(ex.exit_code);
+    case outcome::timeout: return "the Python worker did not reply within the timeout";
+    case outcome::out_of_memory: return "the Python worker exceeded its memory limit";
+    case outcome::spawn_failed: return "the Python worker could not be started";
+    case outcome::reply: break;
+  }
+  return "the Python worker failed";
+}
+
+/// Sends one request; a death is propagated (worker processes) or returned as an error.
+[[nodiscard]] inline tfg::expected<nlohmann::json, std::string> exchange(const nlohmann::json& request) {
+  auto& p = process();
+  const auto python = python_path(), script = script_path();
+  if (!p.proc || !p.proc->running()) {
+    campaign::spawn_options o;
+    o.argv = {python, "-u", script};
+    o.env_extra = {"TORCHINDUCTOR_COMPILE_THREADS=1", "PYTHONUNBUFFERED=1", "PYTHONDONTWRITEBYTECODE=1"};
+    o.log_path = work_dir() / "python.log";
+    auto w = campaign::worker::spawn(std::move(o));
+    if (!w) return tfg::unexpected("cannot start the Python worker (" + python + " " + script + "): " + w.error());
+    p.proc = std::make_unique<campaign::worker>(std::move(*w));
+    p.torch_version.clear();
+  }
+  const auto ex = p.proc->exchange(request.dump(), compiled_defaults().timeout);
+  forward_log(ex.log);
+  if (ex.kind != campaign::outcome::reply) {
+    p.proc.reset();
+    if (compiled_defaults().propagate_deaths && ex.kind != campaign::outcome::spawn_failed) die_like(ex);
+    return tfg::unexpected(death_message(ex));
+  }
+  auto j = nlohmann::json::parse(ex.reply, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return tfg::unexpected(std::string("unreadable reply from the Python worker"));
+  return j;
+}
+
+/// Why the compiled configurations cannot run here ("" when they can). Checked once per process.
+[[nodiscard]] inline const std::string& unavailable_reason() {
+  static const std::string why = [] () -> std::string {
+#if !TFG_HAS_PT2
+    return "needs the PyTorch 2.x build (this LibTorch is " + std::string(TORCH_VERSION) +
+           ", which has no torch.compile)";
+#else
+    const auto python = python_path(), script = script_path();
+    if (python.empty() || ::access(python.c_str(), X_OK) != 0)
+      return "no Python with torch " + std::string(TORCH_VERSION) + " (set TFG_PYTHON; looked for `" + python + "`)";
+    if (script.empty() || !std::filesystem::exists(script))
+      return "the compiled worker script is missing (set TFG_COMPILED_WORKER; looked for `" + script + "`)";
+    return "";
+#endif
+  }();
+  return why;
+}
+
+}  // namespace compiled_detail
+
+/// Whether this process can run the compiled configurations, and if not why.
+[[nodiscard]] inline bool compiled_available() { return compiled_detail::unavailable_reason().empty(); }
+
+/// What a compiled configuration produced (run_config turns it into a run_result).
+struct compiled_result {
+  std::vector<output_list> outputs;
+  double wall_ms = 0, prepare_ms = 0;
+  std::string error;  ///< empty: ok
+  bool skipped = false;  ///< not run: tfg could not give it the mutant (its own limitation, not judged)
+};
+
+#if TFG_HAS_PT2
+namespace compiled_detail {
+
+/// The shapes, dtypes and non-tensor values of one forward input: a program written by save_pt2
+/// holds the sizes of the input it was written with (torch.export specialises), so inputs of
+/// other shapes need a program of their own.
+[[nodiscard]] inline std::string shape_key(const std::vector<c10::IValue>& args) {
+  std::string key;
+  for (const auto& a : args) {
+    if (a.isTensor() && a.toTensor().defined()) {
+      const auto& t = a.toTensor();
+      key += std::string(c10::toString(t.scalar_type())) + "[";
+      for (auto d : t.sizes()) key += std::to_string(d) + ",";
+      key += "]";
+    } else {
+      std::ostringstream os;
+      os << a;
+      key += os.str();
+    }
+    key += ";";
+  }
+  return key;
+}
+
+/// Runs the inputs `group` (indices into `used`) of one shape in one program; appends to `r`.
+inline void run_group(compiled_result& r, std::string_view name, const model& m, const input_set& used,
+                      const std::vector<std::size_t>& group, std::size_t warmup, int threads) {
+  namespace fs = std::filesystem;
+  auto& proc = process();
+  const auto dir = work_dir();
+  const auto program = dir / "model.pt2", in_path = dir / "inputs.pt";
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().filename() != "python.log") fs::remove(e.path(), ec);
+  input_set inputs;
+  for (auto i : group) inputs.push_back(used[i]);
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    save_pt2(m, inputs[0], program.string());
+    save_inputs(inputs, in_path);
+  } catch (const std::exception& e) {
+    r.error = "cannot write the mutant as a torch.export program: " + first_line(e.what());
+    r.skipped = true;
+    return;
+  }
+  nlohmann::json req = {{"id", proc.next_id++}, {"op", "run"},     {"model", program.string()},
+                        {"inputs", in_path.string()}, {"configs", {std::string(name)}},
+                        {"threads", threads},         {"warmup", warmup}, {"outputs", dir.string()}};
+  if (is_inductor_config(name) && !compiled_defaults().inductor_flags.empty()) {
+    nlohmann::json flags = nlohmann::json::object();
+    for (const auto& [k, v] : compiled_defaults().inductor_flags) flags[k] = v;
+    req["flags"] = flags;
+  }
+  auto reply = exchange(req);
+  if (!reply) {
+    r.error = reply.error();
+    return;
+  }
+  const auto& j = *reply;
+  if (!j.value("ok", false)) {
+    r.error = "the Python worker: " + j.value("error", std::string("failed"));
+    r.skipped = true;
+    return;
+  }
+  if (proc.torch_version.empty()) proc.torch_version = j.value("torch", "");
+  if (public_version(proc.torch_version) != public_version(TORCH_VERSION)) {
+    r.error = "the Python worker's torch is " + proc.torch_version + ", this build's LibTorch " + TORCH_VERSION +
+              ": set TFG_PYTHON to a Python with torch " + TORCH_VERSION;
+    r.skipped = true;
+    return;
+  }
+  const auto results = j.value("results", nlohmann::json::array());
+  if (results.empty()) {
+    r.error = "the Python worker returned no result";
+    r.skipped = true;
+    return;
+  }
+  const auto& c = results.at(0);
+  const double wall = c.value("wall_ms", 0.0);
+  const double total = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  r.wall_ms += wall;
+  // Preparation: writing the program, starting Python (import torch), the compile and its
+  // warm-up calls; run time is the timed calls only (what the performance oracle compares).
+  r.prepare_ms += std::max(c.value("prepare_ms", 0.0), total - wall);
+  r.skipped = c.value("skipped", false);
+  if (!c.value("ok", false)) {
+    const auto stage = c.value("stage", std::string());
+    r.error = (stage.empty() ? "" : stage + ": ") + c.value("error", std::string("failed"));
+    return;
+  }
+  try {
+    std::ifstream in(c.value("outputs", std::string()), std::ios::binary);
+    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto all = pickle_load_compatible(bytes);
+    if (!all.isList() || all.toListRef().size() != group.size()) throw std::runtime_error("not one result per input");
+    const bool gradients = name == "inductor_autograd";
+    std::size_t k = 0;
+    for (const auto& per_input : all.toListRef()) {
+      const auto slot = group[k++];
+      if (!gradients) {
+        r.outputs[slot] = ivalue::flatten(per_input);
+        continue;
+      }
+      // The gradients, in the order of the floating input tensors: named as run_gradients names them.
+      const auto& args = used[slot];
+      output_list named;
+      const auto grads = ivalue::flatten(per_input);
+      std::size_t g = 0;
+      for (std::size_t a = 0; a < args.size() && g < grads.size(); ++a)
+        if (args[a].isTensor() && args[a].toTensor().defined() && args[a].toTensor().is_floating_point())
+          named.push_back({"grad." + std::to_string(a), grads[g++].value});
+      r.outputs[slot] = std::move(named);
+    }
+  } catch (const std::exception& e) {
+    r.error = "cannot read the outputs the Python worker wrote: " + first_line(e.what());
+    r.skipped = true;
+  }
+}
+
+}  // namespace compiled_detail
+#endif  // TFG_HAS_PT2
+
+/// Runs `m` under the compiled configuration `name` on the first `max_inputs` of `inputs`
+/// (0: all), with `warmup` calls before timing (at least one: it compiles). Inputs of one shape
+/// share a program and a compile; each further shape is written and compiled anew (the program
+/// has static shapes, as torch.export gives them).
+[[nodiscard]] inline compiled_result run_compiled(std::string_view name, const model& m, const input_set& inputs,
+                                                  std::size_t max_inputs, std::size_t warmup, int threads) {
+  compiled_result r;
+#if !TFG_HAS_PT2
+  (void)name, (void)m, (void)inputs, (void)max_inputs, (void)warmup, (void)threads;
+  r.error = compiled_detail::unavailable_reason();
+  r.skipped = true;
+  return r;
+#else
+  if (inputs.empty()) {
+    r.error = "no inputs to run on";
+    r.skipped = true;
+    return r;
+  }
+  const std::size_t n = max_inputs == 0 ? inputs.size() : std::min(inputs.size(), max_inputs);
+  const input_set used(inputs.begin(), inputs.begin() + static_cast<std::ptrdiff_t>(n));
+  std::vector<std::string> keys;
+  std::vector<std::vector<std::size_t>> groups;
+  for (std::size_t i = 0; i < used.size(); ++i) {
+    const auto key = compiled_detail::shape_key(used[i]);
+    const auto it = std::find(keys.begin(), keys.end(), key);
+    if (it == keys.end()) {
+      keys.push_back(key);
+      groups.push_back({i});
+    } else {
+      groups[static_cast<std::size_t>(it - keys.begin())].push_back(i);
+    }
+  }
+  r.outputs.resize(used.size());
+  for (const auto& g : groups) {
+    compiled_detail::run_group(r, name, m, used, g, warmup, threads);
+    if (!r.error.empty()) {
+      r.outputs.clear();
+      return r;
+    }
+  }
+  return r;
+#endif
+}
+
+}  // namespace tfg::torch

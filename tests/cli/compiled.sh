@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The compiled configurations of PyTorch 2.x (torch.compile, Inductor, aot_eager), as a user runs
+# them: `flowmut configs` lists them as available; a test-only wrong Inductor lowering
+# (TFG_TEST_FAULT_INDUCTOR=hardswish_rank2: aten.hardswish wrong by +0.25 on rank-2 inputs only,
+# i.e. in MobileNetV3's classifier, deep in a graph of 150+ nodes) makes `flowmut run` on the zoo's
+# mobilenet_v3_small report one finding of `inductor`, localised to that hardswish and attributed
+# to Inductor (aot_eager agrees with eager), reduced to a repro.py that compiles with
+# torch.compile and, on plain PyTorch (no fault there), says NOT REPRODUCED; without the fault
+# a 1-round campaign on the zoo's three input shapes reports nothing.
+# Usage: compiled.sh FLOWMUT ZOO_DIR WORK
+set -euo pipefail
+FLOWMUT=$1; ZOO=$2; WORK=$3
+fail() { echo "FAIL: $*" >&2; exit 1; }
+rm -rf "$WORK"; mkdir -p "$WORK"
+export GLOG_minloglevel=2
+SEED="$ZOO/mobilenet_v3_small.pt"
+[ -f "$SEED" ] || fail "$SEED is missing (the zoo fixture makes it)"
+
+"$FLOWMUT" configs > "$WORK/configs.out"
+for c in aot_eager inductor inductor_freezing inductor_dynamic export_decomposed inductor_autograd; do
+  grep -Eq "^$c +yes " "$WORK/configs.out" || { cat "$WORK/configs.out"; fail "$c is not listed as available"; }
+done
+echo "ok   flowmut configs lists the six compiled configurations as available"
+
+CONFIGS=(--config eager_op_by_op --config float64_reference --config aot_eager --config inductor)
+PY=${TFG_PYTHON:?TFG_PYTHON names the Python with this build\'s torch}
+
+# The seed alone (round 0 judges it) with the wrong lowering, on its first input (one shape:
+# one compile per configuration), reduced to repro.py and issue.md.
+"$PY" -c "import sys, torch; x = torch.load(sys.argv[1], weights_only=False); torch.save(x[:1], sys.argv[2])" \
+  "$ZOO/mobilenet_v3_small.inputs.pt" "$WORK/one.inputs.pt"
+TFG_TEST_FAULT_INDUCTOR=hardswish_rank2 "$FLOWMUT" run "$SEED" --inputs "$WORK/one.inputs.pt" --rounds 0 "${CONFIGS[@]}" \
+  --reruns 1 --reduce-budget 900 --out "$WORK/fault" -q > "$WORK/fault.out" 2>&1 \
+  || { cat "$WORK/fault.out"; fail "the campaign with the fault exited $?"; }
+"$FLOWMUT" report "$WORK/fault" > /dev/null
+F="$WORK/fault/findings.jsonl"
+[ -s "$F" ] || { cat "$WORK/fault.out"; fail "no finding with a wrong Inductor lowering"; }
+[ "$(wc -l < "$F")" -eq 1 ] || { cat "$F"; fail "one wrong lowering, $(wc -l < "$F") findings"; }
+grep -q '"inductor"' "$F" || { cat "$F"; fail "the finding is not inductor's"; }
+grep -q 'aot_eager"' "$F" && { cat "$F"; fail "aot_eager was reported too"; }
+grep -q 'aten::hardswish' "$F" || { cat "$F"; fail "not localised to aten::hardswish"; }
+grep -q '"backend":"Inductor (aot_eager' "$F" || { cat "$F"; fail "not attributed to Inductor"; }
+echo "ok   wrong lowering: $(head -c 300 "$F")"
+D=$(ls -d "$WORK"/fault/findings/*/ | head -1)
+[ -f "$D/repro.py" ] || { cat "$WORK/fault.out"; fail "no repro.py in $D"; }
+grep -q "torch.compile" "$D/repro.py" || fail "repro.py does not compile"
+# The reduced operator runs under torch.compile on plain PyTorch, which has no such fault.
+grep -q "^  inductor " "$D/repro.log" || { cat "$D/repro.log"; fail "repro.py did not run inductor"; }
+tail -1 "$D/repro.log" | grep -qx "NOT REPRODUCED" || { cat "$D/repro.log"; fail "a tool-injected fault reproduced on plain PyTorch"; }
+grep -q "^### Backend" "$D/issue.md" && grep -q "Inductor" "$D/issue.md" || fail "issue.md names no backend"
+grep -q "Not ready to file" "$D/issue.md" || fail "issue.md of a fault that does not reproduce is not marked"
+[ ! -f "$D/repro.cpp" ] || fail "a repro.cpp for a compiled configuration (LibTorch cannot compile)"
+echo "ok   repro.py on plain PyTorch: NOT REPRODUCED (the fault is tfg's); issue.md names the backend"
+
+# Without the fault: nothing to report on the seed (its three input shapes: a program and a
+# compile each) and one mutant.
+"$FLOWMUT" run "$SEED" --rounds 1 "${CONFIGS[@]}" --out "$WORK/clean" -q > "$WORK/clean.out" 2>&1 \
+  || { cat "$WORK/clean.out"; fail "the clean campaign exited $?"; }
+if [ -s "$WORK/clean/findings.jsonl" ]; then cat "$WORK/clean/findings.jsonl"; fail "findings without a fault"; fi
+grep -q "^verdicts:" "$WORK/clean.out" || { cat "$WORK/clean.out"; fail "no verdicts"; }
+echo "ok   clean: $(grep '^verdicts' "$WORK/clean.out")"
+echo "compiled: all checks passed"

@@ -181,8 +181,11 @@ inline void forward_log(const std::string& log) {
     o.argv = {python, "-u", script};
     o.env_extra = {"TORCHINDUCTOR_COMPILE_THREADS=1", "PYTHONUNBUFFERED=1", "PYTHONDONTWRITEBYTECODE=1"};
     o.log_path = work_dir() / "python.log";
+    const auto log = o.log_path;
     auto w = campaign::worker::spawn(std::move(o));
     if (!w) return tfg::unexpected("cannot start the Python worker (" + python + " " + script + "): " + w.error());
+    std::error_code ec;
+    std::filesystem::remove(log, ec);  // read through the worker's descriptor; nothing stays on disk
     p.proc = std::make_unique<campaign::worker>(std::move(*w));
     p.torch_version.clear();
   }
@@ -190,7 +193,11 @@ inline void forward_log(const std::string& log) {
   forward_log(ex.log);
   if (ex.kind != campaign::outcome::reply) {
     p.proc.reset();
-    if (compiled_defaults().propagate_deaths && ex.kind != campaign::outcome::spawn_failed) die_like(ex);
+    if (compiled_defaults().propagate_deaths && ex.kind != campaign::outcome::spawn_failed) {
+      std::error_code ec;
+      std::filesystem::remove_all(p.dir, ec);
+      die_like(ex);
+    }
     return tfg::unexpected(death_message(ex));
   }
   auto j = nlohmann::json::parse(ex.reply, nullptr, false);
@@ -261,8 +268,7 @@ inline void run_group(compiled_result& r, std::string_view name, const model& m,
   const auto dir = work_dir();
   const auto program = dir / "model.pt2", in_path = dir / "inputs.pt";
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.path().filename() != "python.log") fs::remove(e.path(), ec);
+  for (const auto& e : fs::directory_iterator(dir, ec)) fs::remove(e.path(), ec);
   input_set inputs;
   for (auto i : group) inputs.push_back(used[i]);
   const auto t0 = std::chrono::steady_clock::now();
@@ -386,11 +392,14 @@ inline void run_group(compiled_result& r, std::string_view name, const model& m,
   r.outputs.resize(used.size());
   for (const auto& g : groups) {
     compiled_detail::run_group(r, name, m, used, g, warmup, threads);
-    if (!r.error.empty()) {
-      r.outputs.clear();
-      return r;
-    }
+    if (!r.error.empty()) break;
   }
+  if (!r.error.empty()) r.outputs.clear();
+  // Programs, inputs and outputs go (a worker process per request would leave a folder each).
+  auto& proc = compiled_detail::process();
+  std::error_code ec;
+  std::filesystem::remove_all(proc.dir, ec);
+  proc.dir.clear();
   return r;
 #endif
 }

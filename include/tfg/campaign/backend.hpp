@@ -36,7 +36,7 @@ struct config_desc {
   std::string name;
   std::string reference;  ///< the configuration it is compared with; empty for a reference
   bool available = true;
-  bool default_on = true;  ///< part of a campaign's default set (false: device-specific, opt-in)
+  bool default_on = true;  ///< part of a campaign's default set (false: device-specific or compiled, opt-in)
   bool op_by_op = false;   ///< runs the model op by op (disagreements localise edge by edge)
 };
 

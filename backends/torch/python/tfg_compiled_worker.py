@@ -29,8 +29,8 @@ configuration, and torch._inductor.config.fallback_random makes Inductor draw th
 
 Test-only fault (like tests/data/fault_ops): TFG_TEST_FAULT_INDUCTOR=hardswish_rank2 makes
 Inductor's decomposition of aten.hardswish wrong (+0.25) on rank-2 inputs, and right elsewhere.
-aot_eager does not use Inductor's decompositions, so it stays right. Inductor's caches are off
-while it is set (they do not key on the decomposition table).
+aot_eager does not use Inductor's decompositions, so it stays right. Inductor's cache is a folder
+of its own while it is set (the cache does not key on the decomposition table).
 """
 
 import json
@@ -65,8 +65,10 @@ def install_test_fault():
 
     decomposition.decompositions[aten.hardswish.default] = wrong_hardswish
     # Inductor's caches key on the graph and the config, not on a patched decomposition table: a
-    # graph compiled with the fault must neither be stored nor served to a run without it.
-    inductor_config.force_disable_caches = True
+    # graph compiled with the fault must never be served to a run without it. Its own cache
+    # folder (read lazily by Inductor) keeps the faulty graphs apart and the reruns warm.
+    import tempfile
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(tempfile.gettempdir(), "torchinductor_tfg_test_fault")
 
 
 def short_error(e):

@@ -14,7 +14,7 @@ sql() { $PY -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print("\n".j
 
 echo "== 1. a campaign on the default seed with the bundled operators"
 "$FLOWMUT" run "$SEED" --rounds 12 --out "$WORK/plain" --config eager_op_by_op --config graph_executor \
-  --config float64_reference -q > "$WORK/plain.out" 2>&1 || { cat "$WORK/plain.out"; fail "plain campaign exited $?"; }
+  --config float64_reference -q > "$WORK/plain.out" 2>&1 || { rc=$?; cat "$WORK/plain.out"; fail "plain campaign exited $rc"; }
 rounds=$(sql "$WORK/plain/campaign.db" "select count(*) from rounds")
 [ "$rounds" = 13 ] || fail "expected 13 recorded rounds (round 0 is the seed), found $rounds"
 [ "$(sql "$WORK/plain/campaign.db" "select op from rounds where round = 0")" = "(seed)" ] || fail "round 0 does not judge the seed"

@@ -37,7 +37,7 @@ EOF
 
 echo "== 1. profile"
 for m in small resnet18 encoder; do
-  "$FLOWMUT" profile "$WORK/$m.pt2" > "$WORK/$m.profile" 2>&1 || { cat "$WORK/$m.profile"; fail "profile $m.pt2 exited $?"; }
+  "$FLOWMUT" profile "$WORK/$m.pt2" > "$WORK/$m.profile" 2>&1 || { rc=$?; cat "$WORK/$m.profile"; fail "profile $m.pt2 exited $rc"; }
   grep -q "(torch.export, 3 profiling inputs" "$WORK/$m.profile" || fail "$m: not read as a torch.export program on 3 inputs"
   grep -q "^check .*max abs diff 0 (equal)" "$WORK/$m.profile" || { cat "$WORK/$m.profile"; fail "$m: op by op differs"; }
   echo "$m: $(grep -o 'graph  *[0-9]* nodes' "$WORK/$m.profile")"
@@ -46,7 +46,7 @@ grep -q "aten::_native_batch_norm_legit_no_training\|aten::batch_norm" "$WORK/sm
 
 echo "== 2. round trip through flowmut export"
 for m in small resnet18 encoder; do
-  "$FLOWMUT" export "$WORK/$m.pt2" "$WORK/$m.rt.pt2" > "$WORK/$m.export" 2>&1 || { cat "$WORK/$m.export"; fail "export $m exited $?"; }
+  "$FLOWMUT" export "$WORK/$m.pt2" "$WORK/$m.rt.pt2" > "$WORK/$m.export" 2>&1 || { rc=$?; cat "$WORK/$m.export"; fail "export $m exited $rc"; }
   same_outputs "$WORK/$m.pt2" "$WORK/$m.rt.pt2" || fail "$m: the written program differs from the original"
 done
 # A .pt2 written by flowmut is read by flowmut again.

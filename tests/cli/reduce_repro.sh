@@ -24,7 +24,7 @@ F="$WORK/camp/findings/$id"
 grep -q '"culprit_op": "aten::gelu"' "$F/meta.json" || fail "the finding is not localised at aten::gelu"
 
 echo "== 1. reduce the real defect"
-"$FLOWMUT" reduce "$F" > "$WORK/reduce.out" 2>&1 || { cat "$WORK/reduce.out"; fail "reduce exited $?"; }
+"$FLOWMUT" reduce "$F" > "$WORK/reduce.out" 2>&1 || { rc=$?; cat "$WORK/reduce.out"; fail "reduce exited $rc"; }
 cat "$WORK/reduce.out"
 grep -Eq "^reduced: 2 of [0-9]+ operators \(depth 1\), 1 of 2 inputs" "$WORK/reduce.out" \
   || fail "expected conv + gelu (2 operators, depth 1) on one of the two inputs"
@@ -34,13 +34,13 @@ grep -q "^repro.cpp: REPRODUCED" "$WORK/reduce.out" || { cat "$F/repro_cpp.log" 
 # Standalone: a copy of the two files alone, run from elsewhere, with nothing of flowmut.
 mkdir -p "$WORK/alone" && cp "$F/repro.py" "$F/repro_data.pt" "$WORK/alone/"
 grep -q "flowmut\|tfg" <(grep -E "^(import|from) " "$WORK/alone/repro.py") && fail "repro.py imports something besides torch"
-(cd / && "$PY" "$WORK/alone/repro.py" > "$WORK/alone/out.txt" 2>&1) || { cat "$WORK/alone/out.txt"; fail "standalone repro.py exited $?"; }
+(cd / && "$PY" "$WORK/alone/repro.py" > "$WORK/alone/out.txt" 2>&1) || { rc=$?; cat "$WORK/alone/out.txt"; fail "standalone repro.py exited $rc"; }
 tail -1 "$WORK/alone/out.txt" | grep -qx "REPRODUCED" || fail "standalone repro.py: last line is not REPRODUCED"
 grep -q "frozen_optimized   raised: RuntimeError: mkldnn_gelu" "$WORK/alone/out.txt" || fail "repro.py does not show the error"
 grep -q "aten.gelu(v[0-9]*, approximate='tanh')" "$WORK/alone/repro.py" || fail "repro.py does not call gelu with approximate='tanh'"
 # repro.cpp's binary, alone with the data, run from elsewhere.
 cp "$F/repro" "$WORK/alone/" && (cd / && "$WORK/alone/repro" > "$WORK/alone/cpp.txt" 2>&1) \
-  || { cat "$WORK/alone/cpp.txt"; fail "standalone repro (C++) exited $?"; }
+  || { rc=$?; cat "$WORK/alone/cpp.txt"; fail "standalone repro (C++) exited $rc"; }
 tail -1 "$WORK/alone/cpp.txt" | grep -qx "REPRODUCED" || fail "standalone repro (C++): last line is not REPRODUCED"
 grep -q "^#include <tfg\|flowmut/" "$F/repro.cpp" && fail "repro.cpp includes something of flowmut"
 grep -q "aten::gelu" "$F/issue.md" && grep -q "frozen_optimized" "$F/issue.md" && grep -q "REPRODUCED" "$F/issue.md" \

@@ -16,7 +16,7 @@ export GLOG_minloglevel=2
 "$FLOWMUT" run "$WORK/gelu_tanh_conv.pt" --rounds 6 --out "$WORK/camp" -q --reruns 1 --reduce-budget 120 \
   --config eager_op_by_op --config frozen_optimized --config float64_reference > "$WORK/run.out" 2>&1 \
   || { cat "$WORK/run.out"; fail "the campaign failed"; }
-"$FLOWMUT" report "$WORK/camp" > "$WORK/report.out" 2>&1 || { cat "$WORK/report.out"; fail "report exited $?"; }
+"$FLOWMUT" report "$WORK/camp" > "$WORK/report.out" 2>&1 || { rc=$?; cat "$WORK/report.out"; fail "report exited $rc"; }
 cat "$WORK/report.out"
 R="$WORK/camp/report.html"
 [ -f "$R" ] && [ -f "$WORK/camp/findings.jsonl" ] || fail "report.html or findings.jsonl missing"

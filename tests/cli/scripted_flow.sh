@@ -15,11 +15,21 @@ export GLOG_minloglevel=2
 
 "$PY" "$SRC/tests/data/make_scripted_seeds.py" "$WORK" > "$WORK/make.out" 2>&1 || { cat "$WORK/make.out"; fail "make_scripted_seeds.py"; }
 
+# Op by op equals the scripted forward bit for bit, except the recurrent models: both sides run
+# the one aten::lstm / aten::gru (oneDNN's RNN on 2.x CPUs), and on CI's machine two calls of it
+# were 5.96e-08 apart (one float32 ulp at 0.5; never on the development machine). For them the
+# check may say DIFFERENT (exit 3) within 1e-6.
 for m in densenet121 googlenet transformer_encoder lstm gru value_branch; do
-  "$FLOWMUT" profile "$WORK/$m.pt" > "$WORK/$m.profile" 2>&1 || { cat "$WORK/$m.profile"; fail "$m: profile exited $?"; }
-  grep -q "^check .*max abs diff 0 (equal)" "$WORK/$m.profile" || { cat "$WORK/$m.profile"; fail "$m: op by op differs from the scripted forward"; }
+  set +e; "$FLOWMUT" profile "$WORK/$m.pt" > "$WORK/$m.profile" 2>&1; rc=$?; set -e
+  diff=$(sed -n 's/^check .*max abs diff \([^ ]*\) .*/\1/p' "$WORK/$m.profile")
+  if [ "$rc" -eq 3 ] && { [ "$m" = lstm ] || [ "$m" = gru ]; } && awk -v d="$diff" 'BEGIN { exit !(d + 0 < 1e-6) }'; then
+    echo "note $m: op by op is $diff from the scripted forward (the RNN kernel, within one ulp)"
+  else
+    [ "$rc" -eq 0 ] || { cat "$WORK/$m.profile"; fail "$m: profile exited $rc"; }
+    grep -q "^check .*max abs diff 0 (equal)" "$WORK/$m.profile" || { cat "$WORK/$m.profile"; fail "$m: op by op differs from the scripted forward"; }
+  fi
   grep -q "prim::If\|prim::Loop" "$WORK/$m.profile" && fail "$m: control flow left in the graph"
-  "$FLOWMUT" run "$WORK/$m.pt" --rounds 2 --out "$WORK/camp_$m" -q > "$WORK/$m.run" 2>&1 || { cat "$WORK/$m.run"; fail "$m: campaign exited $?"; }
+  "$FLOWMUT" run "$WORK/$m.pt" --rounds 2 --out "$WORK/camp_$m" -q > "$WORK/$m.run" 2>&1 || { rc=$?; cat "$WORK/$m.run"; fail "$m: campaign exited $rc"; }
   grep -q "^verdicts:" "$WORK/$m.run" || { cat "$WORK/$m.run"; fail "$m: no verdicts"; }
   echo "ok   $m: $(grep '^graph' "$WORK/$m.profile" | cut -c10-60); $(grep '^verdicts' "$WORK/$m.run")"
 done

@@ -2,6 +2,7 @@
 // tfg::campaign::loop<tfg::torch::backend> (the campaign itself lives in the library).
 #include "commands.hpp"
 
+#include <tfg/campaign/defects.hpp>
 #include <tfg/campaign/judge.hpp>
 #include <tfg/campaign/loop.hpp>
 #include <tfg/campaign/replay.hpp>
@@ -216,7 +217,13 @@ int run_campaign_command(run_args a, const std::string& self_exe) {
   const auto all = db.findings();
   std::size_t flaky = 0;
   for (const auto& f : all) flaky += f.status == "flaky";
-  std::printf("\nfindings: %zu distinct\n", all.size() - flaky);
+  // Findings that differ only in the state of the culprit's inputs are variants of one defect.
+  const auto groups = tfg::campaign::group_defects(all, [](const tfg::campaign::finding_row& f) { return f.key; },
+                                        [](const tfg::campaign::finding_row& f) { return f.status == "flaky"; });
+  const auto counts = tfg::campaign::count_defects(groups, [](const tfg::campaign::finding_row& f) { return f.status == "flaky"; });
+  std::printf("\nfindings: %zu distinct", all.size() - flaky);
+  if (counts.defects != all.size() - flaky) std::printf(" (%zu defects)", counts.defects);
+  std::printf("\n");
   for (const auto& f : all)
     if (f.status != "flaky")
       std::printf("  %s  %-12s x%-3lld rel %.2f  %s\n", f.id.c_str(), f.kind.c_str(), static_cast<long long>(f.instances),

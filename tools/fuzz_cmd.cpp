@@ -157,8 +157,7 @@ void copy_finding(const fs::path& from, const fs::path& to) {
 /// OUT/report.html for a fuzzing job (or a merge of shards): the totals, the distinct findings
 /// with their witnesses, and the units with links to their campaigns' own reports.
 void write_fuzz_report(const fs::path& out, const tc::findings_index& idx, const std::vector<tc::fuzz_unit>& units,
-                       const std::string& what) {
-  const auto known = known_issues();
+                       const std::string& what, const std::vector<tc::known_issue>& known) {
   using tc::report_detail::esc;
   using tc::report_detail::num;
   std::vector<tc::finding_row> rows;
@@ -177,13 +176,11 @@ void write_fuzz_report(const fs::path& out, const tc::findings_index& idx, const
   row("seeds", std::to_string(seeds.size()) + " (" + std::to_string(units.size()) + " campaigns)");
   row("rounds", std::to_string(rounds) + " in " + esc(tc::format_duration(seconds)) + " of campaign time");
   std::size_t known_count = 0;
-  for (const auto* f : idx.entries()) known_count += tc::known_issue_of(known, f->job_row()) != nullptr;
-  row("findings", std::to_string(idx.size()) + " distinct" +
-                      (known_count ? " (" + std::to_string(known_count) + " known upstream)" : "") + ", " +
-                      std::to_string(idx.witnesses()) + " witnesses");
-  h << "</table><h2>Findings</h2><table class=\"findings\"><tr><th>id</th><th>kind</th><th>culprit</th><th>pair</th>"
-       "<th>status</th><th>witnesses</th><th>reproducer</th><th>title</th></tr>";
-  for (const auto* f : idx.entries()) {
+  for (const auto* f : idx.entries())
+    known_count += !tc::indexed_finding::is_flaky(f) && tc::known_issue_of(known, f->job_row()) != nullptr;
+  row("findings", esc(tc::describe(idx.counts())) + (known_count ? " (" + std::to_string(known_count) + " known upstream)" : "") +
+                      ", " + std::to_string(idx.witnesses()) + " witnesses");
+  auto finding_row_html = [&](const tc::indexed_finding* f, const std::string& defect) {
     const auto& r = f->row;
     std::string wit;
     for (const auto& w : f->witnesses) {
@@ -197,16 +194,42 @@ void write_fuzz_report(const fs::path& out, const tc::findings_index& idx, const
         if (repro.find("muted") != std::string::npos) repro.clear();
         repro += "<a href=\"" + esc(r.dir) + "/" + file + "\">" + file + "</a> ";
       }
-    h << "<tr class=\"finding\"><td>" << esc(r.id) << "</td><td>" << esc(r.kind) << "</td><td>" << esc(r.culprit_op)
-      << "</td><td>" << esc(r.config_a) << " vs " << esc(r.config_b) << "</td><td>" << esc(f->status()) << "</td><td>" << wit
-      << "</td><td>" << repro << "</td><td>" << esc(r.title);
-    if (const auto* k = tc::known_issue_of(known, f->job_row()))
-      h << "<br><span class=\"muted\">known: " << (k->url.empty() ? esc(k->issue) : "<a href=\"" + esc(k->url) + "\">" + esc(k->issue) + "</a>")
-        << " (" << esc(k->status) << ")</span>";
+    h << "<tr class=\"finding" << (tc::indexed_finding::is_flaky(f) ? " flaky" : "") << "\"><td>" << defect << "</td><td>"
+      << esc(r.id) << "</td><td>" << esc(r.kind) << "</td><td>" << esc(r.culprit_op) << "</td><td>" << esc(r.config_a)
+      << " vs " << esc(r.config_b) << "</td><td>" << esc(f->status()) << "</td><td>" << wit << "</td><td>" << repro
+      << "</td><td>" << esc(r.title);
+    if (const auto* k = tc::known_issue_of(known, f->job_row())) h << tc::report_detail::known_note(*k);
     h << "</td></tr>";
+  };
+  const char* head = "<tr><th>defect</th><th>finding</th><th>kind</th><th>culprit</th><th>pair</th><th>status</th>"
+                     "<th>witnesses</th><th>reproducer</th><th>title</th></tr>";
+  // One defect per mechanism (tfg/campaign/defects.hpp), its reproduced variants under it.
+  h << "</table><h2>Defects</h2><p class=\"muted\">Findings that share kind, configuration pair, culprit operator, "
+       "dtype, device and detail are one defect; its variants differ in the state of the culprit's inputs.</p>"
+       "<table class=\"findings\">" << head;
+  const auto defects = idx.defects();
+  std::size_t shown = 0;
+  for (const auto& d : defects) {
+    if (!d.reproduced) continue;
+    bool first = true;
+    for (const auto* f : d.variants) {
+      if (tc::indexed_finding::is_flaky(f)) continue;
+      finding_row_html(f, first ? esc(d.id) : "<span class=\"muted\">&#x2514; variant</span>");
+      first = false;
+      ++shown;
+    }
   }
   h << "</table>";
-  if (idx.size() == 0) h << "<p class=\"muted\">No findings.</p>";
+  if (shown == 0) h << "<p class=\"muted\">No defects.</p>";
+  std::size_t flaky = 0;
+  for (const auto* f : idx.entries()) flaky += tc::indexed_finding::is_flaky(f);
+  if (flaky) {
+    h << "<h2>Not reproduced (flaky)</h2><p class=\"muted\">Findings no rerun showed again (a hang on a loaded machine "
+         "is one); not counted as defects.</p><table class=\"findings\">" << head;
+    for (const auto* f : idx.entries())
+      if (tc::indexed_finding::is_flaky(f)) finding_row_html(f, esc(tc::defect_id(tc::mechanism_of(f->row.key))));
+    h << "</table>";
+  }
   h << "<h2>Campaigns</h2><table><tr><th>campaign</th><th>seed</th><th>rounds</th><th>slices</th><th>time</th>"
        "<th>findings</th><th>state</th></tr>";
   for (const auto& u : units)
@@ -267,7 +290,7 @@ class fuzz_job {
         }
       }
     if (a_.reduce_budget_s > 0 && !g_fuzz_interrupted) reduce_findings();
-    write_fuzz_report(out_, index_, units_, "fuzz");
+    write_fuzz_report(out_, index_, units_, "fuzz", known_);
     print_summary();
     if (g_fuzz_interrupted) {
       std::printf("interrupted with %s of the budget left; continue with: flowmut fuzz --resume --out %s\n",
@@ -483,9 +506,12 @@ class fuzz_job {
 
   void reduce_findings() {
     const auto deadline = clock_type::now() + std::chrono::milliseconds(static_cast<long long>(a_.reduce_budget_s * 1000));
-    std::printf("\nreducing the distinct findings (budget %.0f s):\n", a_.reduce_budget_s);
-    for (const auto* f : index_.entries()) {
-      if (f->status() == "flaky") continue;
+    std::printf("\nreducing one reproduced variant of each defect (budget %.0f s):\n", a_.reduce_budget_s);
+    for (const auto& d : index_.defects()) {
+      const auto it = std::find_if(d.variants.begin(), d.variants.end(),
+                                   [](const tc::indexed_finding* v) { return !tc::indexed_finding::is_flaky(v); });
+      if (it == d.variants.end()) continue;
+      const auto* f = *it;
       const double l = std::chrono::duration<double>(deadline - clock_type::now()).count();
       if (l <= 0 || g_fuzz_interrupted) {
         std::printf("budget spent: the other findings are not reduced (flowmut reduce %s/findings/ID)\n", out_.c_str());
@@ -501,10 +527,10 @@ class fuzz_job {
     for (const auto& u : units_) done += u.done, rounds += u.round;
     for (const auto& j : jobs_) rounds += std::max(j.view.round, units_[j.unit].round) - units_[j.unit].round;
     char b[256];
-    std::snprintf(b, sizeof b, "fuzz %s left of %s  jobs %zu/%d  campaigns %zu (%zu done)  slices %lld  rounds %zu  findings %zu distinct, %zu witnesses",
+    std::snprintf(b, sizeof b, "fuzz %s left of %s  jobs %zu/%d  campaigns %zu (%zu done)  slices %lld  rounds %zu  findings: ",
                   tc::format_duration(std::max(0.0, left())).c_str(), tc::format_duration(budget_).c_str(), jobs_.size(), a_.jobs,
-                  units_.size(), done, static_cast<long long>(picks_), rounds, index_.size(), index_.witnesses());
-    return b;
+                  units_.size(), done, static_cast<long long>(picks_), rounds);
+    return b + tc::describe(index_.counts()) + ", " + std::to_string(index_.witnesses()) + " witnesses";
   }
 
   void draw() {
@@ -537,13 +563,31 @@ class fuzz_job {
     std::printf("%s\n", totals().c_str());
     for (const auto& u : units_)
       if (!u.error.empty()) std::printf("  campaign %s FAILED: %s\n", u.name.c_str(), u.error.c_str());
-    std::printf("findings: %zu distinct\n", index_.size());
-    for (const auto* f : index_.entries()) {
+    std::printf("findings: %s\n", tc::describe(index_.counts()).c_str());
+    auto print_finding = [](const tc::indexed_finding* f, const char* indent) {
       std::string w;
       for (const auto& x : f->witnesses) w += (w.empty() ? "" : ", ") + x.unit;
-      std::printf("  %s  %-12s %-9s %s\n      witnesses: %s\n", f->row.id.c_str(), f->row.kind.c_str(), f->status().c_str(),
-                  f->row.title.c_str(), w.c_str());
+      std::printf("%s%s  %-12s %-9s %s\n%s    witnesses: %s\n", indent, f->row.id.c_str(), f->row.kind.c_str(),
+                  f->status().c_str(), f->row.title.c_str(), indent, w.c_str());
+    };
+    const auto defects = index_.defects();
+    for (const auto& d : defects) {
+      if (!d.reproduced) continue;
+      std::size_t n = 0;
+      for (const auto* f : d.variants) n += !tc::indexed_finding::is_flaky(f);
+      std::printf("  defect %s: %s at %s, %s vs %s (%zu variant%s)\n", d.id.c_str(), d.variants.front()->row.kind.c_str(),
+                  d.variants.front()->row.culprit_op.c_str(), d.variants.front()->row.config_a.c_str(),
+                  d.variants.front()->row.config_b.c_str(), n, n == 1 ? "" : "s");
+      for (const auto* f : d.variants)
+        if (!tc::indexed_finding::is_flaky(f)) print_finding(f, "    ");
     }
+    bool header = false;
+    for (const auto* f : index_.entries())
+      if (tc::indexed_finding::is_flaky(f)) {
+        if (!header) std::printf("  not reproduced on a rerun (flaky, not counted as defects):\n");
+        header = true;
+        print_finding(f, "    ");
+      }
     std::printf("report: %s\nfindings: %s\n", fs::absolute(out_ / "report.html").c_str(),
                 fs::absolute(out_ / "findings.jsonl").c_str());
   }
@@ -608,11 +652,12 @@ int run_merge_command(const std::vector<std::string>& dirs, const std::string& o
       const fs::path from = it->second / f->row.dir, to = o / f->row.dir;
       if (fs::is_directory(from) && fs::absolute(from) != fs::absolute(to)) copy_finding(from, to);
     }
-    write_file_atomic(o / "findings.jsonl", idx.to_jsonl());
+    const auto known = known_issues();
+    write_file_atomic(o / "findings.jsonl", idx.to_jsonl(known));
     write_file_atomic(o / "fuzz.json", nlohmann::json({{"version", 1}, {"merged", true}, {"units", merged}}).dump(1) + "\n");
-    write_fuzz_report(o, idx, merged, "merge");
-    std::printf("merged %zu folder(s): %zu campaigns, %zu distinct findings, %zu witnesses\nreport: %s\nfindings: %s\n",
-                dirs.size(), merged.size(), idx.size(), idx.witnesses(), (o / "report.html").c_str(),
+    write_fuzz_report(o, idx, merged, "merge", known);
+    std::printf("merged %zu folder(s): %zu campaigns, %zu distinct findings (%s), %zu witnesses\nreport: %s\nfindings: %s\n",
+                dirs.size(), merged.size(), idx.size(), tc::describe(idx.counts()).c_str(), idx.witnesses(), (o / "report.html").c_str(),
                 (o / "findings.jsonl").c_str());
     return 0;
   } catch (const std::exception& e) {

@@ -116,6 +116,29 @@ TEST_CASE("judge: performance is judged against the seed's own ratio, never for 
   CHECK(reproduces(found[0].signature, reply_outcome(slow), at, &rule));
 }
 
+TEST_CASE("judge: a performance anomaly stands only when interleaved timings keep the mutant's ratio apart from the seed's") {
+  performance_rule rule;  // factor 10, 100 ms
+  const std::vector<pair_timing> seed{{17, 18}, {17, 19}, {18, 17}, {16, 18}, {17, 17}};
+  // The modernbert case of issue 43: one 238 ms run of float64_reference against 17 ms, then the
+  // same ~18 ms as the seed when timed again. The one slow run does not carry it.
+  const std::vector<pair_timing> one_off{{17, 238}, {17, 18}, {17, 19}, {18, 18}, {17, 18}};
+  const auto c = confirm_slow("eager_op_by_op", "float64_reference", seed, one_off, rule);
+  CHECK(!c.stands);
+  CHECK(c.message.find("median of 5") != std::string::npos);
+  // Slow every time, far beyond the seed's ratio: it stands, and the message gives the spread.
+  const std::vector<pair_timing> slow{{17, 240}, {18, 251}, {17, 236}, {16, 244}, {17, 239}};
+  const auto d = confirm_slow("eager_op_by_op", "float64_reference", seed, slow, rule);
+  CHECK(d.stands);
+  CHECK(d.message.find("float64_reference takes 240.0 ms (median of 5, 236.0-251.0)") == 0);
+  CHECK(d.message.find("on the seed, timed alternately with it: 1.1x") != std::string::npos);
+  // A seed that is as slow when timed the same way (its recorded ratio was a fast outlier).
+  const std::vector<pair_timing> slow_seed{{17, 120}, {17, 130}, {18, 125}, {16, 128}, {17, 122}};
+  CHECK(!confirm_slow("eager_op_by_op", "float64_reference", slow_seed, slow, rule).stands);
+  // Ten times slower but by less than 100 ms is not worth a report.
+  CHECK(!confirm_slow("a", "b", {{1, 1}}, {{1, 30}, {1, 31}, {1, 29}}, rule).stands);
+  CHECK(!confirm_slow("a", "b", {}, slow, rule).stands);
+}
+
 TEST_CASE("judge: reproducing a finding attributes only the candidates of its kind and pair") {
   auto r = ran({{"eager_op_by_op", true, "", 1, 0}});
   r.verdicts = {diff(verdict_kind::numeric_mismatch, "eager_op_by_op", "frozen_optimized"),

@@ -28,11 +28,11 @@ common=(--time 5m --rounds 3 --jobs 2 --ops "$WORK/ops" --policy one-shot --conf
         --config frozen_optimized --config float64_reference --reruns 1 --timeout 5)
 
 echo "== 1. one job over all seeds"
-"$FLOWMUT" fuzz "$WORK/seeds" "${common[@]}" --out "$WORK/all" > "$WORK/all.out" 2>&1 || { cat "$WORK/all.out"; fail "fuzz exited $?"; }
+"$FLOWMUT" fuzz "$WORK/seeds" "${common[@]}" --out "$WORK/all" > "$WORK/all.out" 2>&1 || { rc=$?; cat "$WORK/all.out"; fail "fuzz exited $rc"; }
 cat "$WORK/all.out"
 for f in fuzz.json findings.jsonl report.html findings.sarif; do [ -f "$WORK/all/$f" ] || fail "$f missing"; done
 "$PY" - "$WORK/all" <<'PYEOF' || fail "the unsharded job's index"
-import json, sys, os
+import json, os, re, sys
 d = sys.argv[1]
 rows = [json.loads(l) for l in open(d + "/findings.jsonl")]
 keys = [r["key"] for r in rows]
@@ -51,14 +51,19 @@ for r in rows:
 sarif = json.load(open(d + "/findings.sarif"))
 assert len(sarif["runs"][0]["results"]) == len(rows)
 html = open(d + "/report.html").read()
-assert html.count('<tr class="finding"') == len(rows)
+assert html.count('<tr class="finding') == len(rows)
+# Findings of one mechanism (kind, pair, culprit, dtype, device, detail) share a defect id.
+mech = lambda k: re.split(r'(?<!\\)\|', k)[:7]
+for a in rows:
+    for b in rows:
+        assert (a["defect"] == b["defect"]) == (mech(a["key"]) == mech(b["key"])), (a["key"], b["key"])
 print("index: %d distinct findings, %d witnesses" % (len(rows), sum(len(r["witnesses"]) for r in rows)))
 PYEOF
 
 echo "== 2. three shards, merged"
 for i in 0 1 2; do
   "$FLOWMUT" fuzz "$WORK/seeds" "${common[@]}" --shard $i/3 --out "$WORK/s$i" -q > "$WORK/s$i.out" 2>&1 \
-    || { cat "$WORK/s$i.out"; fail "shard $i exited $?"; }
+    || { rc=$?; cat "$WORK/s$i.out"; fail "shard $i exited $rc"; }
 done
 "$FLOWMUT" merge "$WORK/s0" "$WORK/s1" "$WORK/s2" --out "$WORK/m" || fail "merge exited $?"
 "$FLOWMUT" merge "$WORK/s2" "$WORK/s0" "$WORK/s1" --out "$WORK/m_order" > /dev/null || fail "merge (other order)"
@@ -104,7 +109,7 @@ grep -q "continue with: flowmut fuzz --resume" <<< "$screen" || { echo "$screen"
 before=$("$PY" -c "import json; s=json.load(open('$WORK/tty/fuzz.json')); print(s['units'][0]['round'], s['used_s'])")
 read -r round_before used_before <<< "$before"
 "$PY" -c "import sys; u=float(sys.argv[1]); sys.exit(0 if 0 < u < 45 else 1)" "$used_before" || fail "used time $used_before after Ctrl-C"
-"$FLOWMUT" fuzz --resume --out "$WORK/tty" > "$WORK/resume.out" 2>&1 || { cat "$WORK/resume.out"; fail "--resume exited $?"; }
+"$FLOWMUT" fuzz --resume --out "$WORK/tty" > "$WORK/resume.out" 2>&1 || { rc=$?; cat "$WORK/resume.out"; fail "--resume exited $rc"; }
 cat "$WORK/resume.out"
 "$FLOWMUT" fuzz --resume --out "$WORK/tty" --time 1h > /dev/null 2>&1 && fail "--resume accepted a new --time"
 after=$("$PY" -c "import json; s=json.load(open('$WORK/tty/fuzz.json')); print(s['units'][0]['round'], s['used_s'], s['units'][0]['slices'])")

@@ -34,7 +34,6 @@ of its own while it is set (the cache does not key on the decomposition table).
 """
 
 import json
-import math
 import os
 import sys
 import time
@@ -85,10 +84,12 @@ def short_error(e):
     return "\n".join(keep).strip()[:2000]
 
 
-def flat_outputs(value):
+def detached(value):
     """Detached CPU copies of what forward returned, keeping tuples and lists."""
-    if isinstance(value, (tuple, list)):
-        return type(value)(flat_outputs(v) for v in value) if isinstance(value, tuple) else [flat_outputs(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(detached(v) for v in value)
+    if isinstance(value, list):
+        return [detached(v) for v in value]
     if isinstance(value, torch.Tensor):
         return value.detach().cpu().clone()
     return value
@@ -119,10 +120,9 @@ def make_callable(config, ep, flags):
     options = dict(flags or {})
     if config == "inductor_freezing":
         options["freezing"] = True
-    patch = inductor_config.patch(options) if options else None
     dynamic = True if config == "inductor_dynamic" else None
     compiled = torch.compile(gm, dynamic=dynamic)
-    if patch is None:
+    if not options:
         return compiled
 
     def run(*args):
@@ -171,7 +171,7 @@ def run_config(config, ep, inputs, req):
         else:
             def call(args):
                 with torch.no_grad():
-                    return flat_outputs(fn(*args))
+                    return detached(fn(*args))
         for _ in range(max(1, warmup)):  # the first call compiles: always one, timed as preparation
             call(clone_args(inputs[0]))
             result["stage"] = "run"
@@ -250,7 +250,7 @@ def main():
             reply = {"id": -1, "ok": False, "error": f"bad request: {short_error(e)}"}
         sys.stdout.flush()
         sys.stderr.flush()
-        replies.write(json.dumps(reply, allow_nan=False, default=lambda x: None if isinstance(x, float) and not math.isfinite(x) else str(x)) + "\n")
+        replies.write(json.dumps(reply) + "\n")
         replies.flush()
     return 0
 

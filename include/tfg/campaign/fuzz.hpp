@@ -23,6 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tfg/campaign/defects.hpp"
 #include "tfg/campaign/known_issues.hpp"
 #include "tfg/campaign/store.hpp"
 #include "tfg/util/atomic_file.hpp"
@@ -285,6 +286,8 @@ struct indexed_finding {
       if (w.status != "flaky") return w.status;
     return "flaky";
   }
+  /// No witness reproduced it (a hang a loaded machine made is one): listed apart, not a defect.
+  [[nodiscard]] static bool is_flaky(const indexed_finding* f) { return f->status() == "flaky"; }
   /// The finding over the whole job: the representative's row with status(), the instances of
   /// every witness, the best reliability, and the representative witness's rounds.
   [[nodiscard]] finding_row job_row() const {
@@ -363,6 +366,14 @@ class findings_index {
     for (const auto& [k, f] : by_key_) out.push_back(&f);
     return out;
   }
+  /// The findings grouped into defects by mechanism (tfg/campaign/defects.hpp), in key order;
+  /// a group is `reproduced` when one of its findings is not flaky.
+  [[nodiscard]] std::vector<defect_group<const indexed_finding*>> defects() const {
+    return group_defects(entries(), [](const indexed_finding* f) { return f->row.key; }, &indexed_finding::is_flaky);
+  }
+  /// Defects with a reproduced variant, their reproduced variants, and the findings that never
+  /// reproduced.
+  [[nodiscard]] defect_counts counts() const { return count_defects(defects(), &indexed_finding::is_flaky); }
   [[nodiscard]] bool contains(const std::string& key) const { return by_key_.count(key) != 0; }
   /// The entry of `key`, or nullptr.
   [[nodiscard]] const indexed_finding* find(const std::string& key) const {
@@ -372,11 +383,13 @@ class findings_index {
 
   /// One JSON object a line, in key order: the representative's row (its `dir` the job's
   /// `findings/ID`), the overall status and instance count, and the witnesses.
-  /// One line per finding; a finding that matches one of `known` gets a "known" field.
+  /// One line per finding, with "defect", the id of its mechanism's group (findings of one
+  /// defect share it); a finding that matches one of `known` gets a "known" field.
   [[nodiscard]] std::string to_jsonl(const std::vector<known_issue>& known = {}) const {
     std::string out;
     for (const auto& [key, f] : by_key_) {
       nlohmann::json j = f.job_row();
+      j["defect"] = defect_id(mechanism_of(key));
       j["witnesses"] = f.witnesses;
       if (const auto* k = known_issue_of(known, f.job_row())) j["known"] = known_json(*k);
       out += j.dump() + "\n";

@@ -119,6 +119,59 @@ struct slow_pair {
   return out;
 }
 
+/// One timed run of a (reference a, configuration b) pair.
+struct pair_timing {
+  double a_ms = 0, b_ms = 0;
+};
+
+/// Whether a performance anomaly survives repeated, interleaved timing: the seed and the mutant
+/// were run alternately (seed, mutant, seed, mutant, ...) with only the two configurations, and
+/// the anomaly stands when the mutant's *smallest* ratio b/a is above `rule.factor` times the
+/// seed's *largest* (at least 1) and the median b is `rule.min_ms` slower than the median a. One
+/// slow run, a ratio that overlaps the seed's, or a gap made by the machine does not stand.
+struct performance_confirmation {
+  bool stands = false;
+  std::string message;  ///< medians with their ranges, both ratios; what a report shows
+};
+
+[[nodiscard]] inline performance_confirmation confirm_slow(const std::string& a, const std::string& b,
+                                                           const std::vector<pair_timing>& seed,
+                                                           const std::vector<pair_timing>& mutant,
+                                                           const performance_rule& rule) {
+  performance_confirmation c;
+  if (seed.empty() || mutant.empty()) {
+    c.message = "no complete timing of " + a + " and " + b + " on both the seed and the mutant";
+    return c;
+  }
+  const auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const auto n = v.size();
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  };
+  const auto column = [](const std::vector<pair_timing>& t, auto f) {
+    std::vector<double> v;
+    for (const auto& x : t) v.push_back(f(x));
+    return v;
+  };
+  const auto ratio = [](const pair_timing& x) { return x.b_ms / std::max(x.a_ms, 1e-3); };
+  const auto mr = column(mutant, ratio), sr = column(seed, ratio);
+  const auto ma = column(mutant, [](const pair_timing& x) { return x.a_ms; });
+  const auto mb = column(mutant, [](const pair_timing& x) { return x.b_ms; });
+  const auto [mr_lo, mr_hi] = std::minmax_element(mr.begin(), mr.end());
+  const auto [sr_lo, sr_hi] = std::minmax_element(sr.begin(), sr.end());
+  const auto [mb_lo, mb_hi] = std::minmax_element(mb.begin(), mb.end());
+  const double med_a = median(ma), med_b = median(mb);
+  c.stands = *mr_lo > rule.factor * std::max(*sr_hi, 1.0) && med_b - med_a > rule.min_ms;
+  char buf[400];
+  std::snprintf(buf, sizeof buf,
+                "%s takes %.1f ms (median of %zu, %.1f-%.1f), %.1fx (%.1f-%.1f) the %.1f ms of %s; on the seed, "
+                "timed alternately with it: %.1fx (%.1f-%.1f)",
+                b.c_str(), med_b, mb.size(), *mb_lo, *mb_hi, median(mr), *mr_lo, *mr_hi, med_a, a.c_str(), median(sr),
+                *sr_lo, *sr_hi);
+  c.message = buf;
+  return c;
+}
+
 /// True when an error message is the framework reporting its own defect (an internal assert),
 /// not a violated precondition.
 [[nodiscard]] inline bool is_internal_error(std::string_view message) noexcept {

@@ -57,6 +57,7 @@
 #include "tfg/campaign/generator.hpp"
 #include "tfg/campaign/judge.hpp"
 #include "tfg/campaign/localise.hpp"
+#include "tfg/campaign/machine_load.hpp"
 #include "tfg/campaign/process.hpp"
 #include "tfg/campaign/protocol.hpp"
 #include "tfg/campaign/reward.hpp"
@@ -93,6 +94,7 @@ struct options {
   std::chrono::milliseconds timeout_floor{5000};  ///< a loaded machine can take seconds to load a model
   std::int64_t rss_limit_bytes = 0;    ///< 0: min(8 GiB, physical RAM / 2)
   int reruns = 2;                      ///< reliability reruns of each new finding, each in a fresh worker
+  int perf_trials = 5;                 ///< interleaved seed/mutant timings that confirm a performance anomaly
   std::size_t metrics_every = 10;      ///< metrics checkpoint period (and the last round)
   bool resume = false;
   bool force = false;                  ///< start over in a folder that holds a campaign
@@ -608,8 +610,12 @@ class loop {
 
   /// Runs the request in the worker and reads the outcome (the write-ahead record names the
   /// configuration a dead worker was running); a dead worker is replaced.
+  /// The timeout follows the load: `timeout` times how much busier the machine is now than at
+  /// calibration (tfg/campaign/machine_load.hpp), so other jobs starting later do not make hangs.
   run_outcome execute(const worker_request& req, std::chrono::milliseconds timeout) {
-    auto ex = worker_->exchange(to_line(req), timeout);
+    used_timeout_ = std::chrono::milliseconds(static_cast<std::int64_t>(
+        load_scaled(static_cast<double>(timeout.count()), calibration_load_, machine_load_factor())));
+    auto ex = worker_->exchange(to_line(req), used_timeout_);
     const bool died = ex.kind != outcome::reply;
     auto o = make_outcome(std::move(ex), died ? running_config() : std::string());
     if (died) spawn_worker();
@@ -632,7 +638,9 @@ class loop {
     }
     timeout_ = std::clamp(std::chrono::milliseconds(static_cast<std::int64_t>(10 * ms)),
                           std::min(opt_.timeout_floor, opt_.timeout_cap), opt_.timeout_cap);
+    calibration_load_ = machine_load_factor();
     store_->set_meta("timeout_ms", std::to_string(timeout_.count()));
+    store_->set_meta("calibration_load", std::to_string(calibration_load_));
     perf_.seed_times = seed_outcome_->reply->config_times();
   }
 
@@ -839,7 +847,7 @@ class loop {
       rec.verdict = round_verdict::finding;
       for (const auto& f : found) {
         auto g = f;
-        g.message = process_message(f.signature, out, timeout_.count()) + "\n" + out.exchange.log;
+        g.message = process_message(f.signature, out, used_timeout_.count()) + "\n" + out.exchange.log;
         rec.reason += (rec.reason.empty() ? "" : ",") + record_finding(g, rec, req, mutant_path);
       }
       status_.last = std::string(found.empty() ? "crash" : oracle::to_string(found[0].signature.kind)) + " in " + op.name;
@@ -925,6 +933,18 @@ class loop {
         ++inherited;
         (void)store_->add_finding(*root, rec.round, first_line(f.message), (fs::path("findings") / root->id()).string());
         ++status_.instances;
+        return;
+      }
+      if (f.signature.kind == oracle::finding_kind::performance && !known_findings_.count(f.signature.id())) {
+        // One slow run is not a finding: time it again, interleaved with the seed.
+        const auto c = confirm_performance(f, req);
+        if (!c.stands) {
+          notes_.push_back("performance anomaly not confirmed by interleaved timing: " + c.message);
+          return;
+        }
+        auto g = f;
+        g.message = c.message;
+        ids.push_back(record_finding(g, rec, req, req.model));
         return;
       }
       ids.push_back(record_finding(f, rec, req, req.model));
@@ -1184,6 +1204,32 @@ class loop {
     return id;
   }
 
+  /// Times the seed (current.pt, the mutant's parent) and the mutant alternately, `perf_trials`
+  /// times each, in one fresh worker running only the pair's two configurations, and judges the
+  /// anomaly on those timings (confirm_slow): a one-off, a load spike or a seed that is as slow
+  /// when timed the same way does not stand.
+  performance_confirmation confirm_performance(const observed_finding& f, const worker_request& req) {
+    const auto& sig = f.signature;
+    auto m = req;
+    m.configs = {sig.config_a, sig.config_b};
+    m.labels = false;
+    auto s = m;
+    s.model = fs::absolute(opt_.out_dir / "current.pt").string();
+    std::vector<pair_timing> seed, mutant;
+    spawn_worker();
+    for (int i = 0; i < std::max(opt_.perf_trials, 1); ++i)
+      for (const auto* q : {&s, &m}) {
+        const auto o = execute(*q, timeout_);
+        if (!o.reply || !o.reply->ok) continue;
+        const auto t = o.reply->config_times();
+        const auto ta = t.find(sig.config_a), tb = t.find(sig.config_b);
+        if (ta == t.end() || tb == t.end()) continue;
+        (q == &s ? seed : mutant).push_back({ta->second, tb->second});
+      }
+    spawn_worker();
+    return confirm_slow(sig.config_a, sig.config_b, seed, mutant, perf_);
+  }
+
   /// Reruns a new finding `reruns` times (hangs and out-of-memory once, at twice the timeout),
   /// each time in a fresh worker, on the copy in its finding folder, and returns the share of
   /// runs that show the same signature (differential findings localised again).
@@ -1194,6 +1240,8 @@ class loop {
     auto r = req;
     r.model = fs::absolute(opt_.out_dir / rel_dir / "mutant.pt").string();
     if (!r.seed_model.empty()) r.seed_model = fs::absolute(opt_.out_dir / rel_dir / "seed.pt").string();
+    // A performance finding was confirmed by perf_trials interleaved timings before it was recorded.
+    if (sig.kind == K::performance) return 1.0;
     const int runs = (sig.kind == K::hang || sig.kind == K::out_of_memory) ? 1 : opt_.reruns;
     int same = 0;
     for (int i = 0; i < runs; ++i) {
@@ -1399,6 +1447,8 @@ class loop {
   fs::path worker_dir_;
   std::size_t worker_serial_ = 0;
   std::chrono::milliseconds timeout_{10000};
+  double calibration_load_ = 1;                  ///< the machine's load factor when timeout_ was calibrated
+  std::chrono::milliseconds used_timeout_{0};    ///< the last exchange's timeout, scaled by the load
   performance_rule perf_;
   oracle::nan_rules nan_rules_;
   std::vector<member> corpus_;

@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tfg/campaign/sarif.hpp"
+#include "tfg/campaign/defects.hpp"
 #include "tfg/campaign/known_issues.hpp"
 #include "tfg/campaign/store.hpp"
 #include "tfg/util/atomic_file.hpp"
@@ -146,6 +147,22 @@ svg .ax{stroke:#888;stroke-width:1}pre{background:#f6f6f6;padding:8px;overflow-x
   return out.empty() ? std::string("(no reason)") : out;
 }
 
+/// The "backend: ..." line a compiled configuration's finding message ends with (which backend
+/// breaks, from the worker's aot_eager rerun), without its label; "" when there is none.
+[[nodiscard]] inline std::string backend_of(const std::string& message) {
+  const auto at = message.find("\nbackend: ");
+  if (at == std::string::npos) return {};
+  const auto rest = message.substr(at + 10);
+  return rest.substr(0, rest.find('\n'));
+}
+
+/// The note report pages put under a finding that matches a known upstream issue.
+[[nodiscard]] inline std::string known_note(const known_issue& k) {
+  return "<br><span class=\"muted\">known: " +
+         (k.url.empty() ? esc(k.issue) : "<a href=\"" + esc(k.url) + "\">" + esc(k.issue) + "</a>") + " (" +
+         esc(k.status) + ")</span>";
+}
+
 }  // namespace report_detail
 
 /// The parsed `meta.json` of each finding folder (`dir / row.dir`); an empty object where there
@@ -195,15 +212,11 @@ inline report_result write_report(const std::filesystem::path& dir, const std::v
     nlohmann::json j = f;
     if (meta.contains("localisation")) j["localisation"] = meta["localisation"];
     if (meta.contains("reduction")) j["reduction"] = meta["reduction"];
+    j["defect"] = defect_id(mechanism_of(f.key));
     if (const auto* k = known_issue_of(known, f)) j["known"] = known_json(*k);
     // A compiled configuration's finding: which backend breaks (the worker's aot_eager rerun).
-    if (meta.contains("message") && meta["message"].is_string()) {
-      const std::string msg = meta["message"].get<std::string>();
-      if (const auto at = msg.find("\nbackend: "); at != std::string::npos) {
-        const auto rest = msg.substr(at + 10);
-        j["backend"] = rest.substr(0, rest.find('\n'));
-      }
-    }
+    if (meta.contains("message") && meta["message"].is_string())
+      if (auto backend = backend_of(meta["message"].get<std::string>()); !backend.empty()) j["backend"] = std::move(backend);
     jsonl << j.dump() << "\n";
   }
   out.jsonl = dir / "findings.jsonl";
@@ -260,16 +273,14 @@ inline report_result write_report(const std::filesystem::path& dir, const std::v
   if (auto s = db.meta("policy")) row("policy", esc(*s));
   row("rounds", std::to_string(t.rounds) + " (" + std::to_string(t.executed) + " executed, legal rate " + num(t.legal_rate) + ")");
   row("time in rounds", num(t.minutes) + " min");
-  std::size_t flaky = 0, known_count = 0;
-  for (const auto& f : findings) {
-    flaky += f.status == "flaky";
-    known_count += f.status != "flaky" && known_issue_of(known, f) != nullptr;
-  }
-  row("findings", std::to_string(findings.size() - flaky) + " distinct" +
-                      (known_count ? " (" + std::to_string(known_count) + " known upstream)" : "") +
-                      (flaky ? ", " + std::to_string(flaky) + " flaky" : ""));
+  std::size_t known_count = 0;
+  for (const auto& f : findings) known_count += f.status != "flaky" && known_issue_of(known, f) != nullptr;
+  auto is_flaky = [](const finding_row& f) { return f.status == "flaky"; };
+  row("findings", esc(describe(count_defects(group_defects(findings, [](const finding_row& f) { return f.key; }, is_flaky),
+                                             is_flaky))) +
+                      (known_count ? " (" + std::to_string(known_count) + " known upstream)" : ""));
   h << "</table>";
-  h << "<h2>Findings</h2><table class=\"findings\"><tr><th>id</th><th>kind</th><th>culprit</th><th>pair</th><th>rounds</th>"
+  h << "<h2>Findings</h2><table class=\"findings\"><tr><th>id</th><th>defect</th><th>kind</th><th>culprit</th><th>pair</th><th>rounds</th>"
        "<th>instances</th><th>reliability</th><th>reduced</th><th>repro.py / .cpp</th><th>title</th></tr>";
   for (std::size_t i = 0; i < findings.size(); ++i) {
     const auto& f = findings[i];
@@ -287,13 +298,11 @@ inline report_result write_report(const std::filesystem::path& dir, const std::v
       repro = status("repro_py") + "<br><span class=\"muted\">cpp:</span> " + status("repro_cpp");
     }
     h << "<tr class=\"finding" << (f.status == "flaky" ? " flaky" : "") << "\"><td><a href=\"" << esc(f.dir)
-      << "/index.html\">" << esc(f.id) << "</a></td><td>" << esc(f.kind) << "</td><td>" << esc(f.culprit_op) << "</td><td>"
+      << "/index.html\">" << esc(f.id) << "</a></td><td>" << esc(defect_id(mechanism_of(f.key))) << "</td><td>" << esc(f.kind) << "</td><td>" << esc(f.culprit_op) << "</td><td>"
       << esc(f.config_a) << " vs " << esc(f.config_b) << "</td><td>" << f.first_round << "-" << f.last_round << "</td><td>"
       << f.instances << "</td><td>" << num(f.reliability) << "</td><td>" << reduced << "</td><td>" << repro << "</td><td>"
       << esc(f.title);
-    if (const auto* k = known_issue_of(known, f))
-      h << "<br><span class=\"muted\">known: " << (k->url.empty() ? esc(k->issue) : "<a href=\"" + esc(k->url) + "\">" + esc(k->issue) + "</a>")
-        << " (" << esc(k->status) << ")</span>";
+    if (const auto* k = known_issue_of(known, f)) h << known_note(*k);
     h << "</td></tr>";
   }
   h << "</table>";

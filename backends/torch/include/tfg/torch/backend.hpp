@@ -195,8 +195,7 @@ class backend {
   [[nodiscard]] std::vector<campaign::config_desc> configs() const {
     std::vector<campaign::config_desc> out;
     for (const auto& c : list_configs())
-      out.push_back({c.name, c.reference, c.available,
-                     /*default_on=*/c.name.rfind("cuda", 0) != 0 && !is_compiled_config(c.name), is_op_by_op_config(c.name)});
+      out.push_back({c.name, c.reference, c.available, on_by_default(c.name), is_op_by_op_config(c.name)});
     return out;
   }
 

@@ -421,12 +421,18 @@ class configuration_scope {
   };
 }
 
-/// The configurations a campaign runs by default: every available CPU configuration but the
-/// compiled ones (they compile for seconds per mutant: asked for with --config).
+/// Whether a campaign runs configuration `name` by default (when available): every CPU
+/// configuration but the compiled ones (they compile for seconds per mutant: asked for with
+/// --config). The one rule for the worker's default set and the campaign backend's.
+[[nodiscard]] inline bool on_by_default(std::string_view name) {
+  return name.rfind("cuda", 0) != 0 && !is_compiled_config(name);
+}
+
+/// The configurations a campaign runs by default: the available ones on_by_default.
 [[nodiscard]] inline std::vector<std::string> default_campaign_configs() {
   std::vector<std::string> out;
   for (const auto& c : list_configs())
-    if (c.available && c.name.rfind("cuda", 0) != 0 && !is_compiled_config(c.name)) out.push_back(c.name);
+    if (c.available && on_by_default(c.name)) out.push_back(c.name);
   return out;
 }
 

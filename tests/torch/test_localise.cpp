@@ -342,6 +342,48 @@ graph(%x : Tensor):
   CHECK_FALSE(l2.conditioned);
 }
 
+TEST_CASE("autograd: a gradient beyond float32's range is float32's overflow, not a finding") {
+  // Issue 43's efficientad case: a 1e-40 divisor (a float32 denormal). The forward stays in
+  // range (x * 1e-30 / 1e-40 = 1e10), but the gradient through the division is 1/1e-40 = 1e40:
+  // Inf in float32, finite in float64. autograd_eager and autograd_float64 disagree on Inf, and
+  // float32 is right to overflow.
+  auto g = std::make_shared<::torch::jit::Graph>();
+  ::torch::jit::parseIR(R"IR(
+graph(%x : Tensor, %d : Tensor):
+  %s : float = prim::Constant[value=1e-30]()
+  %y : Tensor = aten::mul(%x, %s)
+  %z : Tensor = aten::div(%y, %d)
+  return (%z))IR", g.get());
+  const auto m = tt::torchscript_importer::from_graph(*g, "grad_overflow.ir");
+  auto d = at::ones({2, 4});
+  d.index_put_({0, 1}, 1e-40);
+  const auto input = std::vector<c10::IValue>{at::ones({2, 4}), d};
+  const auto why = tt::worker_detail::gradient_range_exceeded(m, input);
+  INFO(why);
+  CHECK(why.find("the float64 gradient at position") == 0);
+  CHECK(why.find("aten::mul") != std::string::npos);  // the gradient of %y is 1/d
+  CHECK(why.find("beyond Float's largest") != std::string::npos);
+  // The same model on an ordinary divisor stays in range.
+  CHECK(tt::worker_detail::gradient_range_exceeded(m, {at::ones({2, 4}), at::ones({2, 4})}).empty());
+  // End to end: the worker does not call the pair's disagreement a finding.
+  const files f(m, input);
+  in_process_worker w;
+  tc::worker_request req;
+  req.model = f.model.string();
+  req.inputs = f.inputs.string();
+  req.configs = {"eager_op_by_op", "autograd_eager", "autograd_float64"};
+  const auto o = w(req);
+  REQUIRE(o.reply);
+  REQUIRE(o.reply->ok);
+  for (const auto& v : o.reply->verdicts) {
+    INFO(v.message);
+    CHECK_FALSE(v.finding());
+  }
+  bool ran = false;
+  for (const auto& r : o.reply->results) ran = ran || (r.config == "autograd_float64" && r.ok);
+  CHECK(ran);
+}
+
 TEST_CASE("has_nonfinite_parameters: a value computed from constants alone counts (freezing folds it)") {
   auto model_of = [](const std::string& weight_op, bool from_input) {
     const std::string src = from_input ? "%x" : "%w";

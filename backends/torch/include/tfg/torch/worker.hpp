@@ -34,6 +34,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <string>
@@ -152,6 +153,74 @@ struct float64_judgement {
          " too: " + std::string(oracle::to_string(w.kind)) + ")";
 }
 
+/// The largest finite magnitude of a floating tensor (0 when it has none).
+[[nodiscard]] inline double max_finite_magnitude(const at::Tensor& t) {
+  if (!t.defined() || !t.is_floating_point() || t.numel() == 0) return 0;
+  const auto a = t.detach().to(c10::kDouble).abs();
+  return a.masked_fill(a.isfinite().logical_not(), 0).max().item<double>();
+}
+
+/// Where the float64 gradient computation of `m` on `input` leaves the range of the model's
+/// working dtype (float32: 3.4e38): the first node in execution order whose float64 forward
+/// value, or the gradient of the loss with respect to it, is finite and larger than the
+/// working dtype's largest value. Empty when there is none, or when it cannot be computed.
+/// Where there is one, a NaN or Inf that only the working dtype's gradients show is that
+/// dtype's overflow (IEEE: beyond the largest is Inf, and Inf - Inf or 0 x Inf is NaN), not a
+/// framework defect (issue 43: efficientad's `1e-40` divisor, whose gradient 1/1e-40 is 1e40).
+[[nodiscard]] inline std::string gradient_range_exceeded(const model& m, const std::vector<c10::IValue>& input) {
+  try {
+    const auto working = config_detail::working_dtype(m);
+    if (working == c10::kDouble) return {};
+    const double largest = working == c10::kHalf       ? 65504.0
+                           : working == c10::kBFloat16 ? 3.3895313892515355e38
+                                                       : static_cast<double>(std::numeric_limits<float>::max());
+    at::AutoGradMode grad_mode(true);
+    const model wide = config_detail::widened_model(m, &input);
+    executor ex(wide);
+    std::vector<c10::IValue> args;
+    for (const auto& v : input) {
+      if (v.isTensor() && v.toTensor().defined() && v.toTensor().is_floating_point())
+        args.push_back(c10::IValue(config_detail::widened_input(v.toTensor()).detach().requires_grad_(true)));
+      else
+        args.push_back(ivalue::deep_clone(v));
+    }
+    std::vector<std::pair<std::size_t, at::Tensor>> seen;  // (position, value) of differentiable outputs
+    std::map<graph::node_id, std::size_t> position;
+    for (std::size_t i = 0; i < ex.order().size(); ++i) position[ex.order()[i]] = i;
+    const c10::IValue out = ex.run(args, [&](graph::node_id n, std::span<const graph::edge_id> edges) {
+      if (n == graph::no_node) return;
+      for (auto e : edges)
+        if (const auto& v = ex.value(e); v.isTensor() && v.toTensor().defined() && v.toTensor().requires_grad())
+          seen.emplace_back(position[n], v.toTensor());
+    });
+    at::Tensor loss;
+    for (const auto& t : ivalue::floating_tensors(out))
+      if (t.requires_grad()) {
+        auto s = t.sum().to(c10::kDouble);
+        loss = loss.defined() ? loss + s : s;
+      }
+    if (!loss.defined() || seen.empty()) return {};
+    std::vector<at::Tensor> wrt;
+    for (const auto& [pos, t] : seen) wrt.push_back(t);
+    const auto grads = ::torch::autograd::grad({loss}, wrt, {}, /*retain_graph=*/false, /*create_graph=*/false,
+                                               /*allow_unused=*/true);
+    for (std::size_t i = 0; i < seen.size(); ++i) {
+      const double value = max_finite_magnitude(seen[i].second);
+      const double grad = grads[i].defined() ? max_finite_magnitude(grads[i]) : 0.0;
+      if (value <= largest && grad <= largest) continue;
+      const auto n = ex.order()[seen[i].first];
+      char buf[320];
+      std::snprintf(buf, sizeof buf, "the float64 %s at position %zu (%s) reaches %.3g, beyond %s's largest %.3g",
+                    grad > largest ? "gradient" : "value", seen[i].first, wide.graph.data(n).kind.toQualString(),
+                    grad > largest ? grad : value,
+                    std::string(c10::toString(working)).c_str(), largest);
+      return buf;
+    }
+  } catch (const std::exception&) {
+  }
+  return {};
+}
+
 }  // namespace worker_detail
 
 /// Runs one request (see tfg/campaign/protocol.hpp). Never throws: failures become fields of
@@ -263,6 +332,19 @@ struct float64_judgement {
                          " as far (" + v.message + ")";
             v = std::move(v2);
           }
+        }
+      }
+      // A NaN/Inf only float32's gradients show, where float64's gradient computation holds
+      // values beyond float32's range: float32's overflow, not a defect (docs/oracle.md).
+      if (v.kind == oracle::verdict_kind::nan_inf_mismatch && c == "autograd_float64") {
+        worker_detail::write_current(st, {{"id", req.id}, {"model", req.model}, {"config", "autograd_float64+range"},
+                                          {"pid", ::getpid()}});
+        std::string why;
+        for (std::size_t k = 0; k < (*inputs).size() && why.empty(); ++k)
+          why = worker_detail::gradient_range_exceeded(m, (*inputs)[k]);
+        if (!why.empty()) {
+          v.kind = oracle::verdict_kind::within_tolerance;
+          v.message = "beyond float32's range, not compared: " + why + " (" + v.message + ")";
         }
       }
     } catch (const std::exception& e) {

@@ -49,7 +49,7 @@ ifneq ($(LIBTORCH),system)
 endif
 
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j 1
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 # The second build, against Debian's LibTorch 1.13: its core, campaign and LibTorch suites.
 test-1.13: deps

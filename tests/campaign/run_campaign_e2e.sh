@@ -112,4 +112,16 @@ for d in $(sql "$WORK/vb/campaign.db" "select dir from findings"); do
   grep -q "localised to tfg_fault::" "$WORK/repro.out" || { cat "$WORK/repro.out"; fail "repro of $d did not localise"; }
 done
 
+echo "== 5. a performance anomaly is reported only after interleaved re-timing confirms it"
+# tfg_fault::slow_in_graph sleeps 300 ms a call under graph_executor only: graph_executor is
+# many times its seed ratio slower than eager_op_by_op, every time it is timed.
+"$FLOWMUT" run "$SEED" --ops "$SRC/tests/data/fault_perf" --rounds 1 --policy one-shot --out "$WORK/perf" \
+  --config eager_op_by_op --config graph_executor --reruns 1 -q > "$WORK/perf.out" 2>&1 \
+  || { rc=$?; cat "$WORK/perf.out"; fail "campaign with the slow_in_graph fault exited $rc"; }
+[ "$(sql "$WORK/perf/campaign.db" "select kind || ' ' || config_b || ' ' || status from findings")" = "performance graph_executor reproduced" ] \
+  || { cat "$WORK/perf.out"; sql "$WORK/perf/campaign.db" "select key, status from findings"; fail "no confirmed performance finding for graph_executor"; }
+msg=$(sql "$WORK/perf/campaign.db" "select message from findings")
+echo "$msg" | grep -q "median of 5" && echo "$msg" | grep -q "timed alternately" \
+  || fail "the performance finding does not give the interleaved timings: $msg"
+
 echo "all campaign end-to-end checks passed"

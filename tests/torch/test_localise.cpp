@@ -405,6 +405,31 @@ graph(%x : Tensor):
   CHECK_FALSE(tt::has_nonfinite_parameters(model_of("aten::reciprocal", true)));  // reads the input
 }
 
+// swinir in an hour's fuzz (issue 43): conv(x) / z with z a 0-dim zero computed from constants
+// (softshrink(softshrink(1))). Eager gives -Inf; freezing folds the division into the conv's
+// weights (w / 0) and gives NaN, and so does Inductor's binary folding. The divisor is a
+// non-finite parameter in all but name.
+TEST_CASE("has_nonfinite_parameters: a division by a constant-computed zero counts (folding makes w / 0)") {
+  auto model_of = [](const std::string& start, const std::string& divisor_src) {
+    auto g = std::make_shared<::torch::jit::Graph>();
+    ::torch::jit::parseIR(R"IR(
+graph(%x : Tensor):
+  %none : NoneType = prim::Constant()
+  %s : int[] = prim::Constant[value=[1]]()
+  %half : float = prim::Constant[value=0.5]()
+  %start : float = prim::Constant[value=)IR" + start + R"IR(]()
+  %one : Tensor = aten::full(%s, %start, %none, %none, %none, %none)
+  %a : Tensor = aten::softshrink(%one, %half)
+  %z : Tensor = aten::softshrink(%a, %half)
+  %y : Tensor = aten::div(%x, )IR" + divisor_src + R"IR()
+  return (%y))IR", g.get());
+    return tt::torchscript_importer::from_graph(*g, "div_by_folded.ir");
+  };
+  CHECK(tt::has_nonfinite_parameters(model_of("1.", "%z")));          // softshrink(softshrink(1)) = 0
+  CHECK_FALSE(tt::has_nonfinite_parameters(model_of("3.", "%z")));    // = 2: no zero
+  CHECK_FALSE(tt::has_nonfinite_parameters(model_of("1.", "%x")));    // a divisor from the input is not folded
+}
+
 // sigmoid(10 x) for x in 1.8..2.4 is exactly 1.0 in float32 and distinct in float64: top-k
 // picks other elements in the two precisions, and everything gathered with its indices differs.
 TEST_CASE("localise: a selection flip at near-tied scores is not a finding") {

@@ -281,7 +281,8 @@ namespace compare_detail {
 /// Whether a value that `m` computes from its constants alone (what freezing folds into a
 /// parameter: `w * (1 / 0)` on a weight) holds NaN or Inf. The nodes of that cone run here on
 /// the constants themselves (not copied: weights are large), so in-place operators are
-/// skipped, as are random operators (not folded) and ops that fail.
+/// skipped, as are random operators (not folded) and ops that fail. A division by such a value
+/// that holds a zero counts too (folded into a producer's weights it is w / 0).
 [[nodiscard]] inline bool computes_nonfinite_from_constants(const model& m) {
   const auto& g = m.graph;
   std::vector<std::optional<c10::IValue>> val(g.edge_capacity());
@@ -296,6 +297,19 @@ namespace compare_detail {
     const auto ins = g.inputs(n);
     if (!d.op || outs.empty()) continue;  // factories (no edge input) belong to the cone
     const std::string_view kind = d.kind.toQualString();
+    // A division by a value computed from constants alone that holds a zero: folding passes
+    // (TorchScript freezing's conv-div folding, Inductor's binary folding) fold the divisor into
+    // the producer's weights, and w / 0 is +-Inf or NaN: a non-finite parameter in all but name
+    // (swinir, issue 43: conv(x) / 0 is -Inf in eager and NaN once folded).
+    if ((kind == "aten::div" || kind == "aten::div_") && d.args.size() >= 2) {
+      const auto& a = d.args[1];
+      if (a.how == argument::form::constant && a.constant.isDouble() && a.constant.toDouble() == 0) return true;
+      if (a.how == argument::form::edge && a.input < ins.size())
+        if (const auto& dv = val[graph::index(ins[a.input])];
+            dv && dv->isTensor() && dv->toTensor().defined() && dv->toTensor().is_floating_point() &&
+            dv->toTensor().numel() > 0 && dv->toTensor().eq(0).any().item<bool>())
+          return true;
+    }
     if (kind.ends_with('_') || kind.find("rand") != std::string_view::npos || kind.find("dropout") != std::string_view::npos ||
         kind.find("bernoulli") != std::string_view::npos || kind.find("normal") != std::string_view::npos)
       continue;

@@ -215,14 +215,11 @@ int run_campaign_command(run_args a, const std::string& self_exe) {
   // A finding that did not reproduce in fresh workers (status "flaky": a hang on a loaded
   // machine, say) is not a claim about the framework: listed apart.
   const auto all = db.findings();
-  std::size_t flaky = 0;
-  for (const auto& f : all) flaky += f.status == "flaky";
   // Findings that differ only in the state of the culprit's inputs are variants of one defect.
-  const auto groups = tfg::campaign::group_defects(all, [](const tfg::campaign::finding_row& f) { return f.key; },
-                                        [](const tfg::campaign::finding_row& f) { return f.status == "flaky"; });
-  const auto counts = tfg::campaign::count_defects(groups, [](const tfg::campaign::finding_row& f) { return f.status == "flaky"; });
-  std::printf("\nfindings: %zu distinct", all.size() - flaky);
-  if (counts.defects != all.size() - flaky) std::printf(" (%zu defects)", counts.defects);
+  const auto counts = tfg::campaign::count_row_defects(all);
+  const std::size_t flaky = counts.flaky;
+  std::printf("\nfindings: %zu distinct", counts.variants);
+  if (counts.defects != counts.variants) std::printf(" (%zu defects)", counts.defects);
   std::printf("\n");
   for (const auto& f : all)
     if (f.status != "flaky")

@@ -178,7 +178,10 @@ void write_fuzz_report(const fs::path& out, const tc::findings_index& idx, const
   std::size_t known_count = 0;
   for (const auto* f : idx.entries())
     known_count += !tc::indexed_finding::is_flaky(f) && tc::known_issue_of(known, f->job_row()) != nullptr;
-  row("findings", esc(tc::describe(idx.counts())) + (known_count ? " (" + std::to_string(known_count) + " known upstream)" : "") +
+  // One defect per mechanism (tfg/campaign/defects.hpp), its reproduced variants under it.
+  const auto defects = idx.defects();
+  const auto counts = tc::count_defects(defects, &tc::indexed_finding::is_flaky);
+  row("findings", esc(tc::describe(counts)) + (known_count ? " (" + std::to_string(known_count) + " known upstream)" : "") +
                       ", " + std::to_string(idx.witnesses()) + " witnesses");
   auto finding_row_html = [&](const tc::indexed_finding* f, const std::string& defect) {
     const auto& r = f->row;
@@ -203,12 +206,9 @@ void write_fuzz_report(const fs::path& out, const tc::findings_index& idx, const
   };
   const char* head = "<tr><th>defect</th><th>finding</th><th>kind</th><th>culprit</th><th>pair</th><th>status</th>"
                      "<th>witnesses</th><th>reproducer</th><th>title</th></tr>";
-  // One defect per mechanism (tfg/campaign/defects.hpp), its reproduced variants under it.
   h << "</table><h2>Defects</h2><p class=\"muted\">Findings that share kind, configuration pair, culprit operator, "
        "dtype, device and detail are one defect; its variants differ in the state of the culprit's inputs.</p>"
        "<table class=\"findings\">" << head;
-  const auto defects = idx.defects();
-  std::size_t shown = 0;
   for (const auto& d : defects) {
     if (!d.reproduced) continue;
     bool first = true;
@@ -216,14 +216,11 @@ void write_fuzz_report(const fs::path& out, const tc::findings_index& idx, const
       if (tc::indexed_finding::is_flaky(f)) continue;
       finding_row_html(f, first ? esc(d.id) : "<span class=\"muted\">&#x2514; variant</span>");
       first = false;
-      ++shown;
     }
   }
   h << "</table>";
-  if (shown == 0) h << "<p class=\"muted\">No defects.</p>";
-  std::size_t flaky = 0;
-  for (const auto* f : idx.entries()) flaky += tc::indexed_finding::is_flaky(f);
-  if (flaky) {
+  if (counts.variants == 0) h << "<p class=\"muted\">No defects.</p>";
+  if (counts.flaky) {
     h << "<h2>Not reproduced (flaky)</h2><p class=\"muted\">Findings no rerun showed again (a hang on a loaded machine "
          "is one); not counted as defects.</p><table class=\"findings\">" << head;
     for (const auto* f : idx.entries())

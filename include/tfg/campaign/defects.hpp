@@ -100,6 +100,14 @@ template <class T, class FlakyOf>
   return c;
 }
 
+/// The counts of stored findings: rows with a `key` and a `status` ("flaky" when no rerun showed
+/// them again), such as `finding_row`.
+template <class Row>
+[[nodiscard]] defect_counts count_row_defects(const std::vector<Row>& rows) {
+  const auto flaky = [](const Row& r) { return r.status == "flaky"; };
+  return count_defects(group_defects(rows, [](const Row& r) { return r.key; }, flaky), flaky);
+}
+
 /// "3 defects (5 variants), 2 not reproduced (flaky)".
 [[nodiscard]] inline std::string describe(const defect_counts& c) {
   std::string s = std::to_string(c.defects) + (c.defects == 1 ? " defect" : " defects");

@@ -935,6 +935,7 @@ class loop {
         ++status_.instances;
         return;
       }
+      auto g = f;
       if (f.signature.kind == oracle::finding_kind::performance && !known_findings_.count(f.signature.id())) {
         // One slow run is not a finding: time it again, interleaved with the seed.
         const auto c = confirm_performance(f, req);
@@ -942,13 +943,10 @@ class loop {
           notes_.push_back("performance anomaly not confirmed by interleaved timing: " + c.message);
           return;
         }
-        auto g = f;
         g.message = c.message;
-        ids.push_back(record_finding(g, rec, req, req.model));
-        return;
       }
-      ids.push_back(record_finding(f, rec, req, req.model));
-      if (f.where.localised && f.where.node != graph::no_node) shown.push_back(f);
+      ids.push_back(record_finding(g, rec, req, req.model));
+      if (g.where.localised && g.where.node != graph::no_node) shown.push_back(g);
     };
     for (const auto& f : findings_of(out, attributor_for(mm, req, at), &perf_)) consider(f);
     for (const auto& f : nan_findings(mm, Backend::mutant_profile(mu), at)) consider(f);

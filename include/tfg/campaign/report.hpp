@@ -275,9 +275,7 @@ inline report_result write_report(const std::filesystem::path& dir, const std::v
   row("time in rounds", num(t.minutes) + " min");
   std::size_t known_count = 0;
   for (const auto& f : findings) known_count += f.status != "flaky" && known_issue_of(known, f) != nullptr;
-  auto is_flaky = [](const finding_row& f) { return f.status == "flaky"; };
-  row("findings", esc(describe(count_defects(group_defects(findings, [](const finding_row& f) { return f.key; }, is_flaky),
-                                             is_flaky))) +
+  row("findings", esc(describe(count_row_defects(findings))) +
                       (known_count ? " (" + std::to_string(known_count) + " known upstream)" : ""));
   h << "</table>";
   h << "<h2>Findings</h2><table class=\"findings\"><tr><th>id</th><th>defect</th><th>kind</th><th>culprit</th><th>pair</th><th>rounds</th>"

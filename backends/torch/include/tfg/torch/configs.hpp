@@ -274,6 +274,18 @@ inline void run_forward(run_result& r, const input_set& inputs, const run_option
   for (const auto& v : results) r.outputs.push_back(ivalue::flatten(v));
 }
 
+/// The loss the gradient configurations differentiate: the sum, in float64, of every floating
+/// output that requires grad (undefined when none does).
+[[nodiscard]] inline at::Tensor gradient_loss(const c10::IValue& out) {
+  at::Tensor loss;
+  for (const auto& t : ivalue::floating_tensors(out))
+    if (t.requires_grad()) {
+      auto s = t.sum().to(c10::kDouble);
+      loss = loss.defined() ? loss + s : s;
+    }
+  return loss;
+}
+
 /// Gradients of loss = sum over floating output tensors of `out.sum()` (accumulated in f64)
 /// w.r.t. every floating input tensor (after `tf`, e.g. widening to f64). A model without a
 /// floating input fails with "no floating input tensor ...". The leaves are passed through a
@@ -299,13 +311,7 @@ inline void run_gradients(run_result& r, const input_set& inputs, const run_opti
       }
     }
     if (leaves.empty()) throw model_error("no floating input tensor to differentiate with respect to");
-    const c10::IValue out = fn(args);
-    at::Tensor loss;
-    for (const auto& t : ivalue::floating_tensors(out))
-      if (t.requires_grad()) {
-        auto s = t.sum().to(c10::kDouble);
-        loss = loss.defined() ? loss + s : s;
-      }
+    const at::Tensor loss = gradient_loss(fn(args));
     if (!loss.defined()) throw model_error("no floating output depends on a floating input (nothing to differentiate)");
     auto grads = ::torch::autograd::grad({loss}, leaves, {}, /*retain_graph=*/false, /*create_graph=*/false,
                                          /*allow_unused=*/true);

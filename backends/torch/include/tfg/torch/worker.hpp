@@ -193,12 +193,7 @@ struct float64_judgement {
         if (const auto& v = ex.value(e); v.isTensor() && v.toTensor().defined() && v.toTensor().requires_grad())
           seen.emplace_back(position[n], v.toTensor());
     });
-    at::Tensor loss;
-    for (const auto& t : ivalue::floating_tensors(out))
-      if (t.requires_grad()) {
-        auto s = t.sum().to(c10::kDouble);
-        loss = loss.defined() ? loss + s : s;
-      }
+    const at::Tensor loss = config_detail::gradient_loss(out);  // autograd_float64's loss
     if (!loss.defined() || seen.empty()) return {};
     std::vector<at::Tensor> wrt;
     for (const auto& [pos, t] : seen) wrt.push_back(t);

@@ -5,6 +5,9 @@
 #include <torch/library.h>
 #include <ATen/ATen.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -76,10 +79,37 @@ at::Tensor slow_in_graph(const at::Tensor& x) {
   return x.clone();
 }
 
+// A worker slowed once by a busy machine: the first call under eager_op_by_op in the whole
+// campaign (processes share the marker file $TFG_TEST_BUSY_ONCE, created atomically) sleeps
+// 60 s, past any test's timeout; every later call, in that worker's replacement or a rerun, is
+// fast. Without $TFG_TEST_BUSY_ONCE it never sleeps.
+at::Tensor busy_once(const at::Tensor& x) {
+  const char* marker = std::getenv("TFG_TEST_BUSY_ONCE");
+  if (marker && *marker && std::strcmp(tfg_running_configuration(), "eager_op_by_op") == 0) {
+    const int fd = ::open(marker, O_CREAT | O_EXCL | O_WRONLY, 0644);
+    if (fd >= 0) {
+      ::close(fd);
+      std::this_thread::sleep_for(std::chrono::seconds(60));
+    }
+  }
+  return x.clone();
+}
+
+// Nondeterministic under eager_op_by_op only: each call adds 0.5 x (the calls so far in this
+// process), so eager run twice disagrees with itself; every other configuration returns x.
+// PyTorch's triage judges a pair only where eager agrees with itself: no finding.
+at::Tensor drift_in_eager(const at::Tensor& x) {
+  static int calls = 0;
+  if (std::strcmp(tfg_running_configuration(), "eager_op_by_op") == 0) return x + 0.5 * ++calls;
+  return x.clone();
+}
+
 }  // namespace
 
 TORCH_LIBRARY(tfg_fault, m) {
   m.def("slow_in_graph(Tensor x) -> Tensor", &slow_in_graph);
+  m.def("busy_once(Tensor x) -> Tensor", &busy_once);
+  m.def("drift_in_eager(Tensor x) -> Tensor", &drift_in_eager);
   m.def("wrong_in_graph(Tensor x) -> Tensor", &wrong_in_graph);
   m.def("wrong_in_graph_b(Tensor x) -> Tensor", &wrong_in_graph_b);
   m.def("segv(Tensor x) -> Tensor", &segv);

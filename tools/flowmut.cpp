@@ -472,7 +472,7 @@ int main(int argc, char** argv) {
   run->add_flag("--no-localise", ra.no_localise, "attribute findings to the mutation instead of localising them");
   run->add_option("--reduce-budget", ra.reduce_budget_s,
                   "after the campaign, reduce its findings and write repro.py and issue.md, within S seconds (0: off)")
-      ->default_val(0)->check(CLI::Range(0.0, 1e7));
+      ->default_val(300)->check(CLI::Range(0.0, 1e7));
   run->add_option("--time", ra.time_s, "wall-clock budget of the rounds, e.g. 90s, 10m, 2h; then stop as --resume expects (default: none)")
       ->transform(duration_arg);
 
@@ -494,8 +494,8 @@ int main(int argc, char** argv) {
   fuzz->add_option("--policy", fa.policy, "each campaign's policy: linucb | ucb1 | random | fixed | one-shot")->default_val("linucb");
   fuzz->add_option("--timeout", fa.timeout_s, "per-mutant timeout cap in seconds")->default_val(60)->check(CLI::Range(1, 86400));
   fuzz->add_option("--reruns", fa.reruns, "reliability reruns of each new finding")->default_val(2)->check(CLI::Range(0, 100));
-  fuzz->add_option("--reduce-budget", fa.reduce_budget_s, "after the job, reduce the distinct findings within S seconds (0: off)")
-      ->default_val(0)->check(CLI::Range(0.0, 1e7));
+  fuzz->add_option("--reduce-budget", fa.reduce_budget_s, "after the job, reduce one reproduced variant of each defect and write repro.py and issue.md, within S seconds (0: off)")
+      ->default_val(900)->check(CLI::Range(0.0, 1e7));
   fuzz->add_flag("--resume", fa.resume, "continue the job in --out with the time that was left");
   fuzz->add_flag("--force", fa.force, "start over in a folder that holds a job");
   fuzz->add_flag("-q,--quiet", fa.quiet, "no status screen");

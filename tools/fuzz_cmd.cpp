@@ -117,6 +117,9 @@ pid_t start_slice(const std::string& self_exe, const fuzz_args& a, const tc::fuz
   std::snprintf(slice, sizeof slice, "%.0f", std::max(1.0, slice_s));
   args.insert(args.end(), {"--out", dir.string(), "--rounds", std::to_string(a.rounds), "--time", slice, "--reruns",
                            std::to_string(a.reruns), "-q"});
+  // The job reduces one variant of each defect after its last slice (reduce_findings), not each
+  // slice its campaign's findings.
+  args.insert(args.end(), {"--reduce-budget", "0"});
   // The campaign's own default unless given (it raises the cap for compiled configurations).
   if (a.given.count("timeout")) args.insert(args.end(), {"--timeout", std::to_string(a.timeout_s)});
   fs::create_directories(out / "logs");

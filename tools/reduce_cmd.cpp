@@ -44,6 +44,126 @@ std::string run_reproducer(const fs::path& dir, const std::string& command, cons
   return "ERROR";
 }
 
+/// The Inductor config flags the flag search tries, each at the value that turns a part of
+/// Inductor off (or, for emulate_precision_casts, makes it round as eager does). Learnt from
+/// torch's compiler bisector (its ConfigChange entries) and Inductor's config fuzzer.
+const std::vector<std::pair<std::string, nlohmann::json>>& triage_flags() {
+  static const std::vector<std::pair<std::string, nlohmann::json>> flags = {
+      {"emulate_precision_casts", true},      {"layout_optimization", false},  {"comprehensive_padding", false},
+      {"pattern_matcher", false},             {"epilogue_fusion", false},      {"split_reductions", false},
+      {"reorder_for_locality", false},        {"max_fusion_size", 1},          {"joint_graph_constant_folding", false},
+      {"loop_ordering_after_fusion", false},  {"cpp.simdlen", 1},              {"cpp.enable_tiling_heuristics", false},
+      {"cpp.enable_loop_tail_vec", false}};
+  return flags;
+}
+
+/// "epilogue_fusion=False, cpp.simdlen=1" (Python spellings).
+std::string describe_flags(const nlohmann::json& set) {
+  std::string s;
+  for (const auto& [k, v] : set.items())
+    s += (s.empty() ? "" : ", ") + k + "=" + (v.is_boolean() ? (v.get<bool>() ? "True" : "False") : v.dump());
+  return s;
+}
+
+/// Which part of Inductor breaks a finding whose repro.py reproduces it (docs/reproducers.md):
+///  - torch's compiler bisector (`python -m torch._inductor.compiler_bisector run`) over
+///    `repro.py --bisect`: the backend (eager = Dynamo, aot_eager, aot_eager_decomp_partition =
+///    Inductor's decompositions, inductor), the subsystem (pre/post-grad passes, lowerings, a
+///    config change, ...), the n-th application and what it was;
+///  - the smallest set of Inductor config flags (of triage_flags()) that makes repro.py say NOT
+///    REPRODUCED: every single flag that does, else all of them at once, reduced one flag at a time.
+/// Every run is a fresh process with its own Inductor cache folder; the deadline bounds it all.
+nlohmann::json inductor_triage(const fs::path& dir, const std::string& python, const std::string& config,
+                               int run_timeout_s, std::chrono::steady_clock::time_point deadline) {
+  namespace chr = std::chrono;
+  nlohmann::json out = {{"complete", false}};
+  const auto cache = dir / "triage_cache";
+  const auto left_s = [&] { return static_cast<int>(chr::duration_cast<chr::seconds>(deadline - chr::steady_clock::now()).count()); };
+  const std::string env = "TORCHINDUCTOR_CACHE_DIR='" + cache.string() + "' ";
+  std::printf("inductor triage:");
+  std::fflush(stdout);
+  // 1. torch's bisector.
+  if (left_s() > 10) {
+    const std::string cmd = "cd '" + dir.string() + "' && " + env + "timeout " + std::to_string(left_s()) + " '" + python +
+                            "' -m torch._inductor.compiler_bisector run '" + python +
+                            "' repro.py --bisect > inductor_bisect.log 2>&1";
+    (void)std::system(cmd.c_str());
+    std::string line;
+    std::istringstream lines(read_text(dir / "inductor_bisect.log"));
+    for (std::string l; std::getline(lines, l);)
+      if (l.rfind("Bisection complete:", 0) == 0) line = l.substr(std::string("Bisection complete: ").size());
+    nlohmann::json b = {{"result", line.empty() ? std::string("not finished (inductor_bisect.log)") : line}};
+    auto field = [&](const char* key) -> std::string {
+      const std::string k = std::string(key) + "=";
+      const auto at = line.find(k);
+      if (at == std::string::npos) return "";
+      auto v = line.substr(at + k.size());
+      if (!v.empty() && (v.front() == '\'' || v.front() == '"')) {  // Python's repr quotes with either
+        const auto end = v.find(v.front(), 1);
+        return v.substr(1, end == std::string::npos ? std::string::npos : end - 1);
+      }
+      return v.substr(0, v.find_first_of(",)"));
+    };
+    for (const char* k : {"backend", "subsystem", "bisect_number", "debug_info"})
+      if (const auto v = field(k); !v.empty() && v != "None") b[k] = v;
+    out["bisect"] = b;
+    std::printf(" bisector: %s;", b["result"].get<std::string>().c_str());
+    std::fflush(stdout);
+  }
+  // 2. The smallest flag set that flips it.
+  auto flips = [&](const nlohmann::json& set) -> std::optional<bool> {
+    if (left_s() < 5) return std::nullopt;
+    const std::string cmd = "env " + env + "TFG_INDUCTOR_FLAGS='" + set.dump() + "' '" + python + "' repro.py";
+    const auto st = run_reproducer(dir, cmd, "triage_flags.log", std::min(left_s(), run_timeout_s));
+    if (st == "NOT REPRODUCED") return true;
+    if (st == "REPRODUCED") return false;
+    return std::nullopt;  // the flag does not apply here (an error, a timeout)
+  };
+  auto flags = triage_flags();
+  if (config == "inductor_freezing") flags.insert(flags.begin(), {"freezing", false});
+  nlohmann::json singles = nlohmann::json::array();
+  std::size_t tried = 0;
+  bool finished = true;
+  for (const auto& [k, v] : flags) {
+    const auto r = flips(nlohmann::json{{k, v}});
+    if (!r && left_s() < 5) { finished = false; break; }
+    ++tried;
+    if (r && *r) singles.push_back(nlohmann::json{{k, v}});
+  }
+  nlohmann::json smallest = nullptr;
+  if (!singles.empty()) {
+    smallest = singles.front();
+  } else if (finished) {
+    nlohmann::json all = nlohmann::json::object();
+    for (const auto& [k, v] : flags) all[k] = v;
+    const auto r = flips(all);
+    ++tried;
+    if (r && *r) {
+      for (const auto& [k, v] : flags) {  // one flag at a time: keep it out where the rest still flip it
+        auto fewer = all;
+        fewer.erase(k);
+        const auto still = flips(fewer);
+        ++tried;
+        if (!still) { finished = false; break; }
+        if (*still) all = fewer;
+      }
+      smallest = all;
+    } else if (!r) {
+      finished = false;
+    }
+  }
+  out["flags_tried"] = tried;
+  out["flags_each_flipping"] = singles;
+  out["flags_smallest"] = smallest;
+  out["complete"] = finished;
+  std::printf(" flags: %s%s\n", smallest.is_null() ? "no set of the listed flags flips it" : ("flipped by " + describe_flags(smallest)).c_str(),
+              finished ? "" : " (budget spent before the search ended)");
+  std::error_code ec;
+  fs::remove_all(cache, ec);
+  fs::remove(dir / "triage_flags.log", ec);
+  return out;
+}
+
 std::string machine_versions() {
   std::ostringstream s;
   s << "LibTorch " << TORCH_VERSION;
@@ -153,6 +273,25 @@ void write_issue(const fs::path& dir, const nlohmann::json& meta, const tfg::tor
        << "\n\nLadder (PyTorch's triage): eager (`" << a << "`) is the reference; `aot_eager` is Dynamo + AOTAutograd "
        << "without Inductor; `" << b << "` diverges. repro.py sets `torch._inductor.config.fallback_random = True` and "
        << "compiles `Repro` with the options of `" << b << "`.\n";
+    if (meta.contains("reduction") && meta["reduction"].contains("inductor")) {
+      const auto& t = meta["reduction"]["inductor"];
+      md << "\n### Which part of Inductor\n\n";
+      if (t.contains("bisect"))
+        md << "torch's compiler bisector (`python -m torch._inductor.compiler_bisector run python repro.py --bisect`): `"
+           << t["bisect"].value("result", std::string()) << "`\n\n";
+      if (t.contains("flags_smallest") && !t["flags_smallest"].is_null())
+        md << "Inductor config flags that make it go away (smallest set found): `" << describe_flags(t["flags_smallest"])
+           << "`" << (t["flags_each_flipping"].size() > 1 ? " (each of these alone also does: " : "");
+      else
+        md << "No set of the " << t.value("flags_tried", 0) << " Inductor config flags tried makes it go away";
+      if (t.contains("flags_smallest") && !t["flags_smallest"].is_null() && t["flags_each_flipping"].size() > 1) {
+        std::string each;
+        for (const auto& f : t["flags_each_flipping"]) each += (each.empty() ? "" : "; ") + describe_flags(f);
+        md << "`" << each << "`)";
+      }
+      md << (t.value("complete", false) ? "." : " (the search ran out of budget).")
+         << " To try a set: `TFG_INDUCTOR_FLAGS='{\"epilogue_fusion\": false}' python3 repro.py`.\n";
+    }
     const auto cfg = dir / "torch_config.txt";
     const std::string cmd = "'" + default_python() + "' -c 'import torch; print(torch.__version__); print(torch.__config__.show())' > '" +
                             cfg.string() + "' 2>/dev/null";
@@ -175,6 +314,7 @@ std::string default_python() {
 int run_reduce_command(const std::string& dir_s, const std::string& self_exe, int timeout_s, std::int64_t rss_limit_mb,
                        const std::string& python, bool run_repro, double budget_s, bool build_cpp) {
   const fs::path dir(dir_s);
+  const auto started = std::chrono::steady_clock::now();
   std::ifstream in(dir / "meta.json");
   auto meta = nlohmann::json::parse(in, nullptr, false);
   if (meta.is_discarded()) {
@@ -233,10 +373,21 @@ int run_reduce_command(const std::string& dir_s, const std::string& self_exe, in
   }
   std::printf("repro.py: %s%s%s\n", status.c_str(), note.empty() ? "" : " - ", note.c_str());
   std::printf("repro.cpp: %s%s%s\n", cpp_status.c_str(), cpp_note.empty() ? "" : " - ", cpp_note.c_str());
+  // An Inductor finding that reproduces on plain PyTorch: which part of Inductor, which flags.
+  nlohmann::json triage;
+  const std::string kind = meta.value("kind", "");
+  const std::string config_b = meta.value("config_b", "");
+  if (status == "REPRODUCED" && tfg::torch::is_inductor_config(config_b) &&
+      (kind == "numeric" || kind == "nan_inf" || kind == "exception" || kind == "state")) {
+    const auto deadline = budget_s > 0 ? started + std::chrono::milliseconds(static_cast<long long>(budget_s * 1000))
+                                       : std::chrono::steady_clock::now() + std::chrono::minutes(15);
+    triage = inductor_triage(dir, python, config_b, std::max(timeout_s * 4, 120), deadline);
+  }
   meta["reduction"] = {{"reduced", r.reduced},       {"mutant_nodes", r.mutant_nodes}, {"reduced_nodes", r.reduced_nodes},
                        {"depth", r.depth},           {"tries", r.steps.size()},        {"repro_py", status},
                        {"repro_note", note},         {"repro_cpp", cpp_status},        {"repro_cpp_note", cpp_note},
                        {"inputs_total", r.inputs_total}, {"inputs_kept", r.inputs_kept}};
+  if (!triage.is_null()) meta["reduction"]["inductor"] = triage;
   tfg::write_file_atomic(dir / "meta.json", meta.dump(1));
   write_issue(dir, meta, r, status, note, cpp_status);
   std::printf("issue draft: %s\n", (dir / "issue.md").c_str());

@@ -13,7 +13,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 sql() { $PY -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print("\n".join("|".join(map(str,r)) for r in c.execute(sys.argv[2])))' "$1" "$2"; }
 
 echo "== 1. a campaign on the default seed with the bundled operators"
-"$FLOWMUT" run "$SEED" --rounds 12 --out "$WORK/plain" --config eager_op_by_op --config graph_executor \
+"$FLOWMUT" run --reduce-budget 0 "$SEED" --rounds 12 --out "$WORK/plain" --config eager_op_by_op --config graph_executor \
   --config float64_reference -q > "$WORK/plain.out" 2>&1 || { rc=$?; cat "$WORK/plain.out"; fail "plain campaign exited $rc"; }
 rounds=$(sql "$WORK/plain/campaign.db" "select count(*) from rounds")
 [ "$rounds" = 13 ] || fail "expected 13 recorded rounds (round 0 is the seed), found $rounds"
@@ -23,18 +23,18 @@ legal=$(sql "$WORK/plain/campaign.db" "select count(*) from rounds where verdict
 sql "$WORK/plain/campaign.db" "select count(*) from metrics" | grep -qv '^0$' || fail "no metrics checkpoint"
 "$FLOWMUT" summary "$WORK/plain" > "$WORK/summary.out" || fail "summary failed"
 # a campaign is deterministic for a given --seed: the same operators at the same sites
-"$FLOWMUT" run "$SEED" --rounds 12 --out "$WORK/plain2" --config eager_op_by_op --config graph_executor \
+"$FLOWMUT" run --reduce-budget 0 "$SEED" --rounds 12 --out "$WORK/plain2" --config eager_op_by_op --config graph_executor \
   --config float64_reference -q > "$WORK/plain2.out" 2>&1 || { cat "$WORK/plain2.out"; fail "second plain campaign failed"; }
 q="select round || ' ' || op || ' ' || site from rounds order by round"
 [ "$(sql "$WORK/plain/campaign.db" "$q")" = "$(sql "$WORK/plain2/campaign.db" "$q")" ] \
   || fail "two campaigns with the same --seed chose different mutations"
 grep -q "verdicts:" "$WORK/summary.out" || fail "summary has no verdict counts"
 # an existing campaign is never overwritten by accident
-if "$FLOWMUT" run "$SEED" --rounds 2 --out "$WORK/plain" -q > "$WORK/again.out" 2>&1; then fail "overwrote a campaign"; fi
+if "$FLOWMUT" run --reduce-budget 0 "$SEED" --rounds 2 --out "$WORK/plain" -q > "$WORK/again.out" 2>&1; then fail "overwrote a campaign"; fi
 grep -q "already holds a campaign" "$WORK/again.out" || { cat "$WORK/again.out"; fail "no clear message for an occupied folder"; }
 
 echo "== 2. fault injection: segfault, abort, hang, unbounded allocation, NaN in one configuration"
-"$FLOWMUT" run "$SEED" --ops "$FAULTS" --policy one-shot --rounds 8 --out "$WORK/fault" --timeout 5 \
+"$FLOWMUT" run --reduce-budget 0 "$SEED" --ops "$FAULTS" --policy one-shot --rounds 8 --out "$WORK/fault" --timeout 5 \
   --rss-limit-mb 256 --reruns 1 --config eager_op_by_op --config float64_reference -q > "$WORK/fault.out" 2>&1 \
   || { cat "$WORK/fault.out"; fail "the campaign did not survive the faults"; }
 rounds=$(sql "$WORK/fault/campaign.db" "select count(*) from rounds")
@@ -64,7 +64,7 @@ done
   || fail "a mutant with a finding was accepted as a seed"
 
 echo "== 3. kill -9 mid-campaign, then --resume: no reported finding is lost"
-"$FLOWMUT" run "$SEED" --ops "$FAULTS" --policy random --rounds 14 --out "$WORK/kill" --timeout 5 \
+"$FLOWMUT" run --reduce-budget 0 "$SEED" --ops "$FAULTS" --policy random --rounds 14 --out "$WORK/kill" --timeout 5 \
   --rss-limit-mb 256 --reruns 0 --config eager_op_by_op --config float64_reference -q > "$WORK/kill.out" 2>&1 &
 pid=$!
 for _ in $(seq 1 600); do
@@ -78,7 +78,7 @@ wait $pid 2>/dev/null || true
 before=$(sql "$WORK/kill/campaign.db" "select id from findings order by id" | tr '\n' ' ')
 [ -n "$before" ] || fail "no finding was reported before the kill"
 echo "reported before kill -9: $before"
-"$FLOWMUT" run --resume --out "$WORK/kill" --rounds 14 --ops "$FAULTS" --policy random --timeout 5 --rss-limit-mb 256 \
+"$FLOWMUT" run --reduce-budget 0 --resume --out "$WORK/kill" --rounds 14 --ops "$FAULTS" --policy random --timeout 5 --rss-limit-mb 256 \
   --reruns 0 --config eager_op_by_op --config float64_reference -q > "$WORK/resume.out" 2>&1 \
   || { cat "$WORK/resume.out"; fail "resume failed"; }
 after=$(sql "$WORK/kill/campaign.db" "select id from findings order by id" | tr '\n' ' ')
@@ -90,12 +90,12 @@ rounds=$(sql "$WORK/kill/campaign.db" "select count(*) from rounds")
 echo "== 4. round 0, localisation and inheritance: a graph-executor defect in the seed, a second one added"
 VALUES=$SRC/tests/data/fault_values
 C3="--config eager_op_by_op --config graph_executor --config float64_reference"
-"$FLOWMUT" run "$SEED" --ops "$VALUES/a" --rounds 1 --accept any --policy one-shot --out "$WORK/va" $C3 --reruns 1 -q \
+"$FLOWMUT" run --reduce-budget 0 "$SEED" --ops "$VALUES/a" --rounds 1 --accept any --policy one-shot --out "$WORK/va" $C3 --reruns 1 -q \
   > "$WORK/va.out" 2>&1 || { cat "$WORK/va.out"; fail "campaign with the wrong_in_graph fault failed"; }
 [ "$(sql "$WORK/va/campaign.db" "select culprit_op from findings")" = "tfg_fault::wrong_in_graph" ] \
   || { cat "$WORK/va.out"; fail "the graph-executor defect was not localised to tfg_fault::wrong_in_graph"; }
 # The accepted mutant (it carries the defect) is the seed of a second campaign.
-"$FLOWMUT" run "$WORK/va/current.pt" --inputs "$WORK/va/inputs.pt" --ops "$VALUES/b" --rounds 4 --accept any \
+"$FLOWMUT" run --reduce-budget 0 "$WORK/va/current.pt" --inputs "$WORK/va/inputs.pt" --ops "$VALUES/b" --rounds 4 --accept any \
   --policy one-shot --out "$WORK/vb" $C3 --reruns 1 -q > "$WORK/vb.out" 2>&1 \
   || { cat "$WORK/vb.out"; fail "campaign on the defective seed failed"; }
 [ "$(sql "$WORK/vb/campaign.db" "select culprit_op from findings where first_round = 0")" = "tfg_fault::wrong_in_graph" ] \
@@ -115,7 +115,7 @@ done
 echo "== 5. a performance anomaly is reported only after interleaved re-timing confirms it"
 # tfg_fault::slow_in_graph sleeps 300 ms a call under graph_executor only: graph_executor is
 # many times its seed ratio slower than eager_op_by_op, every time it is timed.
-"$FLOWMUT" run "$SEED" --ops "$SRC/tests/data/fault_perf" --rounds 1 --policy one-shot --out "$WORK/perf" \
+"$FLOWMUT" run --reduce-budget 0 "$SEED" --ops "$SRC/tests/data/fault_perf" --rounds 1 --policy one-shot --out "$WORK/perf" \
   --config eager_op_by_op --config graph_executor --reruns 1 -q > "$WORK/perf.out" 2>&1 \
   || { rc=$?; cat "$WORK/perf.out"; fail "campaign with the slow_in_graph fault exited $rc"; }
 [ "$(sql "$WORK/perf/campaign.db" "select kind || ' ' || config_b || ' ' || status from findings")" = "performance graph_executor reproduced" ] \
@@ -123,5 +123,31 @@ echo "== 5. a performance anomaly is reported only after interleaved re-timing c
 msg=$(sql "$WORK/perf/campaign.db" "select message from findings")
 echo "$msg" | grep -q "median of 5" && echo "$msg" | grep -q "timed alternately" \
   || fail "the performance finding does not give the interleaved timings: $msg"
+
+echo "== 6. a worker slowed once by a busy machine: a flaky hang, listed apart, not a defect"
+# tfg_fault::busy_once sleeps 60 s the first time eager_op_by_op calls it (a marker file shared
+# by every process of the campaign), then never again: the round's worker times out as on a
+# loaded machine; the reruns in fresh workers reply.
+rm -f "$WORK/busy.marker"
+TFG_TEST_BUSY_ONCE="$WORK/busy.marker" "$FLOWMUT" run "$SEED" --ops "$SRC/tests/data/fault_busy" --rounds 1 \
+  --policy one-shot --out "$WORK/busy" --timeout 5 --config eager_op_by_op --config float64_reference --reruns 2 \
+  --reduce-budget 0 -q > "$WORK/busy.out" 2>&1 || { rc=$?; cat "$WORK/busy.out"; fail "campaign with the busy_once fault exited $rc"; }
+[ -e "$WORK/busy.marker" ] || { cat "$WORK/busy.out"; fail "the busy_once fault never ran"; }
+[ "$(sql "$WORK/busy/campaign.db" "select kind || ' ' || status from findings")" = "hang flaky" ] \
+  || { cat "$WORK/busy.out"; sql "$WORK/busy/campaign.db" "select key, status, reliability from findings"; fail "the one-off hang is not a flaky hang"; }
+grep -q "^findings: 0 distinct" "$WORK/busy.out" || { cat "$WORK/busy.out"; fail "the flaky hang was counted among the findings"; }
+grep -q "flaky, not findings): 1" "$WORK/busy.out" || { cat "$WORK/busy.out"; fail "the flaky hang is not listed apart"; }
+"$FLOWMUT" report "$WORK/busy" > "$WORK/busy_report.out" 2>&1 || { rc=$?; cat "$WORK/busy_report.out"; fail "flowmut report exited $rc"; }
+grep -q "0 defects" "$WORK/busy/report.html" || { grep -o "[0-9]* defect[^<]*" "$WORK/busy/report.html" | head; fail "report.html counts the flaky hang as a defect"; }
+
+echo "== 7. eager run twice must agree with itself before a pair is judged (PyTorch's triage)"
+# tfg_fault::drift_in_eager adds 0.5 x its call count under eager_op_by_op only: eager disagrees
+# with graph_executor and with float64, and with itself. Not a finding.
+"$FLOWMUT" run --reduce-budget 0 "$SEED" --ops "$SRC/tests/data/fault_drift" --rounds 1 --policy one-shot --out "$WORK/drift" \
+  $C3 --reruns 1 -q > "$WORK/drift.out" 2>&1 || { rc=$?; cat "$WORK/drift.out"; fail "campaign with the drift_in_eager fault exited $rc"; }
+[ "$(sql "$WORK/drift/campaign.db" "select op || ' ' || verdict from rounds where round = 1")" = "fault_drift_in_eager legal" ] \
+  || { cat "$WORK/drift.out"; sql "$WORK/drift/campaign.db" "select round, op, verdict, reason from rounds"; fail "the nondeterministic mutant was not judged legal"; }
+[ "$(sql "$WORK/drift/campaign.db" "select count(*) from findings")" = 0 ] \
+  || { sql "$WORK/drift/campaign.db" "select key, message from findings"; fail "a nondeterministic eager made a finding"; }
 
 echo "all campaign end-to-end checks passed"

@@ -5,7 +5,9 @@
 # i.e. in MobileNetV3's classifier, deep in a graph of 150+ nodes) makes `flowmut run` on the zoo's
 # mobilenet_v3_small report one finding of `inductor`, localised to that hardswish and attributed
 # to Inductor (aot_eager agrees with eager), reduced to a repro.py that compiles with
-# torch.compile and, on plain PyTorch (no fault there), says NOT REPRODUCED; without the fault
+# torch.compile and, on plain PyTorch (no fault there), says NOT REPRODUCED; where plain PyTorch
+# has the fault too, the triage names the faulty decomposition (torch's compiler bisector) and
+# tries Inductor config flags; without the fault
 # a 1-round campaign on the bundled seed (tests/data/tiny_mix.pt, three inputs of one shape) reports
 # nothing.
 # Usage: compiled.sh FLOWMUT ZOO_DIR WORK
@@ -53,11 +55,30 @@ grep -q "Not ready to file" "$D/issue.md" || fail "issue.md of a fault that does
 [ ! -f "$D/repro.cpp" ] || fail "a repro.cpp for a compiled configuration (LibTorch cannot compile)"
 echo "ok   repro.py on plain PyTorch: NOT REPRODUCED (the fault is tfg's); issue.md names the backend"
 
+# The same finding where plain PyTorch has the fault too (a test-only sitecustomize installs it
+# in every Python process): repro.py reproduces it, and flowmut's Inductor triage names the part
+# of Inductor. torch's compiler bisector finds the decomposition of aten.hardswish (the fault is
+# in Inductor's decomposition table, which aot_eager_decomp_partition applies without Inductor's
+# lowering), and the flag search says which config flags, if any, make it go away.
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+TFG_TEST_FAULT_INDUCTOR=hardswish_rank2 PYTHONPATH="$SRC/tests/data/fault_inductor" "$FLOWMUT" reduce "$D" \
+  > "$WORK/triage.out" 2>&1 || { rc=$?; cat "$WORK/triage.out"; fail "flowmut reduce with the fault in PyTorch exited $rc"; }
+tail -1 "$D/repro.log" | grep -qx "REPRODUCED" || { cat "$D/repro.log"; fail "repro.py did not reproduce with the fault in PyTorch"; }
+"$PY" - "$D/meta.json" <<'PY' || { cat "$WORK/triage.out"; fail "the triage did not find the faulty decomposition"; }
+import json, sys
+t = json.load(open(sys.argv[1]))["reduction"]["inductor"]
+b = t["bisect"]
+assert b.get("backend") == "aot_eager_decomp_partition" and b.get("subsystem") == "decomposition", b
+assert "hardswish" in b.get("debug_info", ""), b
+assert t["flags_tried"] >= 13 and t["complete"], t
+PY
+grep -q "^### Which part of Inductor" "$D/issue.md" || fail "issue.md does not say which part of Inductor breaks"
+echo "ok   Inductor triage: $(grep '^inductor triage' "$WORK/triage.out")"
+
 # Without the fault: nothing to report on the bundled seed (a program and a compile per input
 # shape) and one mutant. (MobileNetV3 is left to the fault above: each of its cold Inductor
 # compiles takes a minute and a half on 2 cores.)
-SRC=$(cd "$(dirname "$0")/../.." && pwd)
-"$FLOWMUT" run "$SRC/tests/data/tiny_mix.pt" --rounds 1 "${CONFIGS[@]}" --out "$WORK/clean" -q > "$WORK/clean.out" 2>&1 \
+"$FLOWMUT" run --reduce-budget 0 "$SRC/tests/data/tiny_mix.pt" --rounds 1 "${CONFIGS[@]}" --out "$WORK/clean" -q > "$WORK/clean.out" 2>&1 \
   || { rc=$?; cat "$WORK/clean.out"; fail "the clean campaign exited $rc"; }
 if [ -s "$WORK/clean/findings.jsonl" ]; then cat "$WORK/clean/findings.jsonl"; fail "findings without a fault"; fi
 grep -q "^verdicts:" "$WORK/clean.out" || { cat "$WORK/clean.out"; fail "no verdicts"; }

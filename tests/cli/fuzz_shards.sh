@@ -28,7 +28,7 @@ common=(--time 5m --rounds 3 --jobs 2 --ops "$WORK/ops" --policy one-shot --conf
         --config frozen_optimized --config float64_reference --reruns 1 --timeout 5)
 
 echo "== 1. one job over all seeds"
-"$FLOWMUT" fuzz "$WORK/seeds" "${common[@]}" --out "$WORK/all" > "$WORK/all.out" 2>&1 || { rc=$?; cat "$WORK/all.out"; fail "fuzz exited $rc"; }
+"$FLOWMUT" fuzz --reduce-budget 0 "$WORK/seeds" "${common[@]}" --out "$WORK/all" > "$WORK/all.out" 2>&1 || { rc=$?; cat "$WORK/all.out"; fail "fuzz exited $rc"; }
 cat "$WORK/all.out"
 for f in fuzz.json findings.jsonl report.html findings.sarif; do [ -f "$WORK/all/$f" ] || fail "$f missing"; done
 "$PY" - "$WORK/all" <<'PYEOF' || fail "the unsharded job's index"
@@ -62,7 +62,7 @@ PYEOF
 
 echo "== 2. three shards, merged"
 for i in 0 1 2; do
-  "$FLOWMUT" fuzz "$WORK/seeds" "${common[@]}" --shard $i/3 --out "$WORK/s$i" -q > "$WORK/s$i.out" 2>&1 \
+  "$FLOWMUT" fuzz --reduce-budget 0 "$WORK/seeds" "${common[@]}" --shard $i/3 --out "$WORK/s$i" -q > "$WORK/s$i.out" 2>&1 \
     || { rc=$?; cat "$WORK/s$i.out"; fail "shard $i exited $rc"; }
 done
 "$FLOWMUT" merge "$WORK/s0" "$WORK/s1" "$WORK/s2" --out "$WORK/m" || fail "merge exited $?"
@@ -87,7 +87,7 @@ echo "== 3. the status screen in a terminal, Ctrl-C, --resume"
 command -v tmux > /dev/null || fail "tmux not found (tools/setup-deps.sh installs it)"
 S="fuzz_shards_$$"
 tmux kill-session -t "$S" 2> /dev/null || true
-tmux new-session -d -s "$S" -x 160 -y 20 "GLOG_minloglevel=2 '$FLOWMUT' fuzz '$WORK/seeds/tiny_mix.pt' --time 45s --jobs 1 --out '$WORK/tty' --config eager_op_by_op --config float64_reference; echo EXIT=\$?; sleep 60"
+tmux new-session -d -s "$S" -x 160 -y 20 "GLOG_minloglevel=2 '$FLOWMUT' fuzz --reduce-budget 0 '$WORK/seeds/tiny_mix.pt' --time 45s --jobs 1 --out '$WORK/tty' --config eager_op_by_op --config float64_reference; echo EXIT=\$?; sleep 60"
 screen=""
 for _ in $(seq 1 60); do
   sleep 1
@@ -109,9 +109,9 @@ grep -q "continue with: flowmut fuzz --resume" <<< "$screen" || { echo "$screen"
 before=$("$PY" -c "import json; s=json.load(open('$WORK/tty/fuzz.json')); print(s['units'][0]['round'], s['used_s'])")
 read -r round_before used_before <<< "$before"
 "$PY" -c "import sys; u=float(sys.argv[1]); sys.exit(0 if 0 < u < 45 else 1)" "$used_before" || fail "used time $used_before after Ctrl-C"
-"$FLOWMUT" fuzz --resume --out "$WORK/tty" > "$WORK/resume.out" 2>&1 || { rc=$?; cat "$WORK/resume.out"; fail "--resume exited $rc"; }
+"$FLOWMUT" fuzz --reduce-budget 0 --resume --out "$WORK/tty" > "$WORK/resume.out" 2>&1 || { rc=$?; cat "$WORK/resume.out"; fail "--resume exited $rc"; }
 cat "$WORK/resume.out"
-"$FLOWMUT" fuzz --resume --out "$WORK/tty" --time 1h > /dev/null 2>&1 && fail "--resume accepted a new --time"
+"$FLOWMUT" fuzz --reduce-budget 0 --resume --out "$WORK/tty" --time 1h > /dev/null 2>&1 && fail "--resume accepted a new --time"
 after=$("$PY" -c "import json; s=json.load(open('$WORK/tty/fuzz.json')); print(s['units'][0]['round'], s['used_s'], s['units'][0]['slices'])")
 read -r round_after used_after slices_after <<< "$after"
 [ "$round_after" -gt "$round_before" ] || fail "the resumed job did not continue the campaign ($round_before -> $round_after)"

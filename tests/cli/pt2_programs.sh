@@ -53,7 +53,7 @@ done
 "$FLOWMUT" profile "$WORK/resnet18.rt.pt2" | grep -q "max abs diff 0 (equal)" || fail "resnet18.rt.pt2 does not profile"
 
 echo "== 3. a campaign on a .pt2 seed, its mutants written as .pt2"
-"$FLOWMUT" run "$WORK/small.pt2" --rounds 6 --out "$WORK/camp" -q --reruns 1 > "$WORK/run.out" 2>&1 \
+"$FLOWMUT" run --reduce-budget 0 "$WORK/small.pt2" --rounds 6 --out "$WORK/camp" -q --reruns 1 > "$WORK/run.out" 2>&1 \
   || { cat "$WORK/run.out"; fail "the campaign on small.pt2 failed"; }
 grep -q "^verdicts: legal [1-9]" "$WORK/run.out" || { cat "$WORK/run.out"; fail "no legal mutant"; }
 mutant=$(ls -t "$WORK"/camp/corpus/*.pt | head -1)

@@ -15,7 +15,7 @@ rm -rf "$WORK"; mkdir -p "$WORK"
 export GLOG_minloglevel=2
 
 "$PY" "$SRC/tests/data/make_repro_seeds.py" "$WORK" || fail "make_repro_seeds.py"
-"$FLOWMUT" run "$WORK/gelu_tanh_conv.pt" --rounds 1 --out "$WORK/camp" -q --reruns 1 \
+"$FLOWMUT" run --reduce-budget 0 "$WORK/gelu_tanh_conv.pt" --rounds 1 --out "$WORK/camp" -q --reruns 1 \
   --config eager_op_by_op --config frozen_optimized --config float64_reference > "$WORK/run.out" 2>&1 \
   || { cat "$WORK/run.out"; fail "the campaign failed"; }
 id=$(ls "$WORK/camp/findings" | head -1)
@@ -50,7 +50,7 @@ grep -q "aten::gelu" "$F/issue.md" && grep -q "frozen_optimized" "$F/issue.md" &
 cmp <(grep "depth" "$WORK/reduce.out") <(grep "depth" "$WORK/reduce2.out") || fail "resumed reduce differs"
 
 echo "== 2. a tool-injected defect is not a framework bug"
-"$FLOWMUT" run "$SRC/tests/data/tiny_mix.pt" --ops "$SRC/tests/data/fault_values/a" --rounds 1 --accept any \
+"$FLOWMUT" run --reduce-budget 0 "$SRC/tests/data/tiny_mix.pt" --ops "$SRC/tests/data/fault_values/a" --rounds 1 --accept any \
   --policy one-shot --out "$WORK/fault" -q --reruns 1 --config eager_op_by_op --config graph_executor --config float64_reference > "$WORK/fault.out" 2>&1 \
   || { cat "$WORK/fault.out"; fail "fault campaign failed"; }
 fid=$(ls "$WORK/fault/findings" | head -1)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # flowmut report's input and its files a program reads: a campaign on a seed with a real
-# LibTorch defect (F2), its finding reduced, then `flowmut report`: report.html references no
+# LibTorch defect (F2), its finding reduced (by default: no flag asks for it), then `flowmut report`: report.html references no
 # network, findings.jsonl has one line per finding and the reduced gelu finding, the finding's
 # page has its issue draft. The CTest fixture report_campaign: report_render.sh (Chromium) and
 # report_sarif.sh (SARIF schema) read what this leaves in WORK/camp.
@@ -13,7 +13,7 @@ sql() { $PY -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print("\n".j
 rm -rf "$WORK"; mkdir -p "$WORK"
 export GLOG_minloglevel=2
 "$PY" "$SRC/tests/data/make_repro_seeds.py" "$WORK" || fail "make_repro_seeds.py"
-"$FLOWMUT" run "$WORK/gelu_tanh_conv.pt" --rounds 6 --out "$WORK/camp" -q --reruns 1 --reduce-budget 120 \
+"$FLOWMUT" run "$WORK/gelu_tanh_conv.pt" --rounds 6 --out "$WORK/camp" -q --reruns 1 \
   --config eager_op_by_op --config frozen_optimized --config float64_reference > "$WORK/run.out" 2>&1 \
   || { cat "$WORK/run.out"; fail "the campaign failed"; }
 "$FLOWMUT" report "$WORK/camp" > "$WORK/report.out" 2>&1 || { rc=$?; cat "$WORK/report.out"; fail "report exited $rc"; }

@@ -13,7 +13,7 @@ A=$WORK/run-a B=$WORK/run-b
 rm -rf "$A" "$B"
 fail() { echo "FAIL: $*"; exit 1; }
 
-"$FM" run "$SEED" --rounds "$ROUNDS" --out "$A" --seed 7 --corpus 3 --return-every 5 -q >"$WORK/a.log" 2>&1 || fail "uninterrupted run: $(tail -3 "$WORK/a.log")"
+"$FM" run --reduce-budget 0 "$SEED" --rounds "$ROUNDS" --out "$A" --seed 7 --corpus 3 --return-every 5 -q >"$WORK/a.log" 2>&1 || fail "uninterrupted run: $(tail -3 "$WORK/a.log")"
 
 # Round the checkpoint names (state.json is replaced atomically after every round).
 checkpoint_round() { grep -o '"round":[0-9]*' "$1/state.json" 2>/dev/null | head -1 | cut -d: -f2; }
@@ -21,9 +21,9 @@ checkpoint_round() { grep -o '"round":[0-9]*' "$1/state.json" 2>/dev/null | head
 kills=0
 for at in 3 7 11; do
   if [ -f "$B/state.json" ]; then
-    "$FM" run --resume --rounds "$ROUNDS" --out "$B" -q >>"$WORK/b.log" 2>&1 &
+    "$FM" run --reduce-budget 0 --resume --rounds "$ROUNDS" --out "$B" -q >>"$WORK/b.log" 2>&1 &
   else
-    "$FM" run "$SEED" --rounds "$ROUNDS" --out "$B" --seed 7 --corpus 3 --return-every 5 -q >>"$WORK/b.log" 2>&1 &
+    "$FM" run --reduce-budget 0 "$SEED" --rounds "$ROUNDS" --out "$B" --seed 7 --corpus 3 --return-every 5 -q >>"$WORK/b.log" 2>&1 &
   fi
   pid=$!
   for _ in $(seq 1 1200); do
@@ -41,7 +41,7 @@ for at in 3 7 11; do
   kills=$((kills + 1))
   echo "killed at checkpoint round $(checkpoint_round "$B")"
 done
-"$FM" run --resume --rounds "$ROUNDS" --out "$B" -q >>"$WORK/b.log" 2>&1 || fail "final resume: $(tail -3 "$WORK/b.log")"
+"$FM" run --reduce-budget 0 --resume --rounds "$ROUNDS" --out "$B" -q >>"$WORK/b.log" 2>&1 || fail "final resume: $(tail -3 "$WORK/b.log")"
 
 # The summaries without the timings and with the folder names made equal.
 norm() {

@@ -453,6 +453,18 @@ def run(config, args):
         inductor_config.fallback_random = True
         if config == "inductor_freezing":
             inductor_config.freezing = True
+        # Triage by flowmut (docs/reproducers.md): TFG_INDUCTOR_FLAGS sets Inductor config flags
+        # (JSON, dotted names), TORCH_COMPILE_BACKEND is the backend torch's compiler bisector
+        # tries. Neither is set when you run this file.
+        for name, value in json.loads(os.environ.get("TFG_INDUCTOR_FLAGS") or "{}").items():
+            *path, leaf = name.split(".")
+            owner = inductor_config
+            for part in path:
+                owner = getattr(owner, part, None)
+            if owner is None or not hasattr(owner, leaf):
+                raise SystemExit("TFG_INDUCTOR_FLAGS: torch._inductor.config has no " + name)
+            setattr(owner, leaf, value)
+        backend = os.environ.get("TORCH_COMPILE_BACKEND") or "inductor"
         torch._dynamo.reset()
         m = Repro(CONSTANTS).eval()
         if config == "export_decomposed":
@@ -460,7 +472,7 @@ def run(config, args):
         elif config == "aot_eager":
             fn = torch.compile(m, backend="aot_eager")
         else:
-            fn = torch.compile(m, dynamic=True if config == "inductor_dynamic" else None)
+            fn = torch.compile(m, backend=backend, dynamic=True if config == "inductor_dynamic" else None)
         if config == "inductor_autograd":
             return gradients(fn, args)
         with torch.no_grad():
@@ -528,10 +540,15 @@ def child(config, index):
     print("ran", config, "outputs", len(out))
 
 
+BISECT = False
+
+
 def main():
+    global BISECT
     if len(sys.argv) == 4 and sys.argv[1] == "--child":
         child(sys.argv[2], int(sys.argv[3]))
         return 0
+    BISECT = sys.argv[1:] == ["--bisect"]
     print("finding:", TITLE)
     print("torch", torch.__version__, "| configurations:", CONFIG_A, "vs", CONFIG_B)
     reproduced = False
@@ -604,6 +621,8 @@ def main():
                     ref))
                 reproduced = reproduced or n > 0
     print("REPRODUCED" if reproduced else "NOT REPRODUCED")
+    if BISECT:  # torch's compiler bisector reads exit 0 as good (not reproduced), else bad
+        return 1 if reproduced else 0
     return 0 if reproduced else 1
 
 
@@ -674,7 +693,7 @@ inline void write_python_repro(const model& m, const input_set& inputs, const re
      << spec.config_b << "\nas flowmut runs them, judges with flowmut's tolerance rule and ends with REPRODUCED\n"
      << "(exit 0) or NOT REPRODUCED (exit 1).\n\n    python3 repro.py\n"
      << (spec.versions.empty() ? "" : "\nFound with: " + spec.versions + "\n") << "\"\"\"\n"
-     << "import os\nimport subprocess\nimport sys\nfrom typing import Dict, List, Optional, Tuple  # noqa: F401\n\n"
+     << "import json\nimport os\nimport subprocess\nimport sys\nfrom typing import Dict, List, Optional, Tuple  # noqa: F401\n\n"
      << "import torch\n\n"
      << "HERE = os.path.dirname(os.path.abspath(__file__))\n"
      << "TITLE = " << py_string(spec.title) << "\n"

@@ -279,6 +279,7 @@ struct float64_judgement {
     if (c == "float64_reference" || c == "autograd_float64") order.push_back(c);
   std::map<std::string, bool> agrees;  // config -> agrees with its reference (no finding)
   std::vector<std::size_t> attribute;  // verdicts of Inductor configurations to attribute to a backend
+  std::map<std::string, run_result> again_runs;  // a reference configuration run a second time
   const auto opt_input = (*inputs).empty() ? std::vector<c10::IValue>{} : (*inputs)[0];
   const bool nonfinite = has_nonfinite_parameters(m);
   const auto eager = results.find("eager_op_by_op");
@@ -326,6 +327,27 @@ struct float64_judgement {
             v2.message = "ill-conditioned at float32, not compared: one-ulp noise on inputs and parameters moves " + a->first +
                          " as far (" + v.message + ")";
             v = std::move(v2);
+          }
+        }
+      }
+      // PyTorch's triage runs eager twice and judges only where it agrees with itself: the
+      // reference configuration again, with the same random numbers; where its two runs
+      // disagree, the model is nondeterministic here and the pair is not compared.
+      if (v.kind == oracle::verdict_kind::numeric_mismatch || v.kind == oracle::verdict_kind::nan_inf_mismatch) {
+        auto it = again_runs.find(a->first);
+        if (it == again_runs.end()) {
+          worker_detail::write_current(st, {{"id", req.id}, {"model", req.model}, {"config", a->first + "+again"},
+                                            {"pid", ::getpid()}});
+          worker_detail::reseed_cpu_generator();
+          it = again_runs.emplace(a->first, run_config(a->first, m, *inputs, ro)).first;
+        }
+        const auto& again = it->second;
+        if (again.ok()) {
+          const auto self = judge(a->second, again, opt, &m, nullptr, {});
+          if (self.finding()) {
+            v.message = "nondeterministic, not compared: " + a->first + " run twice disagrees with itself (" + self.message +
+                        "); " + v.message;
+            v.kind = oracle::verdict_kind::within_tolerance;
           }
         }
       }

@@ -569,7 +569,12 @@ int main(int argc, char** argv) {
     app.exit(e);
     return 2;
   }
-  const std::string self_exe = std::filesystem::read_symlink("/proc/self/exe").string();
+  // Children (a fuzz job's campaign slices, workers, reruns) exec the binary this process runs
+  // through /proc/self/exe, not its path: a rebuild that replaces build/tools/flowmut while a job
+  // runs neither breaks their exec (a fuzz job's slices exited 127 during a relink) nor mixes two
+  // builds in one job.
+  const std::string self_exe =
+      std::filesystem::exists("/proc/self/exe") ? "/proc/self/exe" : std::filesystem::read_symlink("/proc/self/exe").string();
   try {
     if (*profile) return run_profile(pa);
     if (*exp) return run_export(export_in, export_out, export_inputs);

@@ -20,10 +20,10 @@ SEED="$ZOO/mobilenet_v3_small.pt"
 [ -f "$SEED" ] || fail "$SEED is missing (the zoo fixture makes it)"
 
 "$FLOWMUT" configs > "$WORK/configs.out"
-for c in aot_eager inductor inductor_freezing inductor_dynamic export_decomposed inductor_autograd; do
+for c in aot_eager inductor inductor_freezing inductor_dynamic export_decomposed inductor_autograd aoti; do
   grep -Eq "^$c +yes " "$WORK/configs.out" || { cat "$WORK/configs.out"; fail "$c is not listed as available"; }
 done
-echo "ok   flowmut configs lists the six compiled configurations as available"
+echo "ok   flowmut configs lists the seven compiled configurations as available"
 
 CONFIGS=(--config eager_op_by_op --config float64_reference --config aot_eager --config inductor)
 PY=${TFG_PYTHON:?TFG_PYTHON names the Python with this build\'s torch}
@@ -83,4 +83,28 @@ echo "ok   Inductor triage: $(grep '^inductor triage' "$WORK/triage.out")"
 if [ -s "$WORK/clean/findings.jsonl" ]; then cat "$WORK/clean/findings.jsonl"; fail "findings without a fault"; fi
 grep -q "^verdicts:" "$WORK/clean.out" || { cat "$WORK/clean.out"; fail "no verdicts"; }
 echo "ok   clean: $(grep '^verdicts' "$WORK/clean.out")"
+
+# AOTInductor: the bundled seed and a mutant compiled into a package by the Python worker and run here in C++
+# (torch::inductor::AOTIModelPackageLoader) agrees with eager and float64 (a package that did not
+# compile, or failed in the C++ runner, would be an exception finding of aoti); the round's
+# compile share shows the package was built. Then the seed with the wrong lowering installed in
+# the worker (no localisation: each cut would be a package of its own): aoti disagrees.
+"$FLOWMUT" run --reduce-budget 0 "$SRC/tests/data/tiny_mix.pt" --rounds 1 --config eager_op_by_op \
+  --config float64_reference --config aoti --out "$WORK/aoti" -q > "$WORK/aoti.out" 2>&1 \
+  || { rc=$?; cat "$WORK/aoti.out"; fail "the aoti campaign exited $rc"; }
+if [ -s "$WORK/aoti/findings.jsonl" ]; then cat "$WORK/aoti/findings.jsonl"; fail "aoti findings without a fault"; fi
+"$PY" - "$WORK/aoti/campaign.db" <<'PY' || { cat "$WORK/aoti.out"; fail "aoti did not compile a package"; }
+import json, sqlite3, sys
+phases = [json.loads(p) for (p,) in sqlite3.connect(sys.argv[1]).execute("select phase_ms from rounds")]
+compile_ms = max(p.get("execute.compile", 0.0) for p in phases)
+assert compile_ms > 1000, phases
+print("aoti package compile: %.1f s" % (compile_ms / 1000))
+PY
+TFG_TEST_FAULT_INDUCTOR=hardswish_rank2 "$FLOWMUT" run --reduce-budget 0 "$SEED" --inputs "$WORK/one.inputs.pt" --rounds 0 \
+  --config eager_op_by_op --config float64_reference --config aoti --no-localise --reruns 0 --out "$WORK/aoti_fault" -q \
+  > "$WORK/aoti_fault.out" 2>&1 || { rc=$?; cat "$WORK/aoti_fault.out"; fail "the aoti campaign with the fault exited $rc"; }
+"$FLOWMUT" report "$WORK/aoti_fault" > /dev/null
+grep -q '"config_b":"aoti"' "$WORK/aoti_fault/findings.jsonl" \
+  || { cat "$WORK/aoti_fault.out" "$WORK/aoti_fault/findings.jsonl"; fail "the wrong lowering was not caught under aoti"; }
+echo "ok   aoti: agrees on the bundled seed; the wrong lowering in its package is a finding of aoti"
 echo "compiled: all checks passed"

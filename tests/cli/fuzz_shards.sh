@@ -10,6 +10,7 @@
 #  3. The status screen under tmux (a terminal): the totals line and one line per job; Ctrl-C
 #     stops the job cleanly with the time left recorded, and --resume continues it: the campaign
 #     goes on from where it stopped and the job ends within its budget.
+#  4. The binary replaced mid-job (a rebuild): later slices still start.
 # Usage: fuzz_shards.sh FLOWMUT SRC WORK
 set -euo pipefail
 FLOWMUT=$1; SRC=$2; WORK=$3
@@ -117,4 +118,20 @@ read -r round_after used_after slices_after <<< "$after"
 [ "$round_after" -gt "$round_before" ] || fail "the resumed job did not continue the campaign ($round_before -> $round_after)"
 [ "$slices_after" -ge 2 ] || fail "the resumed job ran no slice"
 "$PY" -c "import sys; u=float(sys.argv[1]); sys.exit(0 if u < 45 + 40 else 1)" "$used_after" || fail "the job ran $used_after s of a 45 s budget"
+echo "== 4. the binary deleted while a job runs (a rebuild): the job's later slices still start"
+# A copy of flowmut runs a job of 10-second slices; once its first slice runs, the copy is
+# deleted, as a linker deletes the old binary before writing the new one (a failed or slow
+# relink leaves no file there). Slices exec the binary the job runs, not its path.
+cp "$FLOWMUT" "$WORK/flowmut_copy"
+"$WORK/flowmut_copy" fuzz --reduce-budget 0 "$WORK/seeds/tiny_mix.pt" --time 40s --slice 10s --jobs 1 --out "$WORK/rebuilt" \
+  --config eager_op_by_op --config float64_reference -q > "$WORK/rebuilt.out" 2>&1 &
+pid=$!
+for _ in $(seq 1 100); do [ -s "$WORK/rebuilt/logs/tiny_mix-c1.log" ] && break; sleep 0.2; done
+rm -f "$WORK/flowmut_copy"
+wait $pid || { rc=$?; cat "$WORK/rebuilt.out"; fail "the job whose binary was replaced exited $rc"; }
+grep -q "FAILED" "$WORK/rebuilt.out" && { cat "$WORK/rebuilt.out"; fail "a slice failed to start after the binary was replaced"; }
+slices=$("$PY" -c "import json; print(json.load(open('$WORK/rebuilt/fuzz.json'))['units'][0]['slices'])")
+[ "$slices" -ge 2 ] || { cat "$WORK/rebuilt.out"; fail "only $slices slice(s) ran"; }
+echo "ok   $slices slices, the binary deleted after the first"
+
 echo "fuzz_shards: all checks passed (rounds $round_before at Ctrl-C, $round_after after --resume; $used_after s used)"

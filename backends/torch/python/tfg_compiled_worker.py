@@ -17,11 +17,16 @@ Configurations (the same names as `flowmut configs`):
   inductor_dynamic   torch.compile(dynamic=True)
   export_decomposed  the program after run_decompositions() (core ATen), run by ExportedProgram.module()
   inductor_autograd  gradients of sum(floating outputs) w.r.t. the floating inputs through torch.compile()
+  aoti               AOTInductor: torch._inductor.aoti_compile_and_package(program) into a package that
+                     the C++ worker loads and runs (torch::inductor::AOTIModelPackageLoader): here it
+                     is only compiled; the reply names the package and the paths of its outputs
 
 Request: {"id", "op": "run"|"ping", "model": PROGRAM.pt2, "inputs": INPUTS.pt, "configs": [NAME],
   "threads", "warmup", "max_inputs", "outputs": DIR, "flags": {inductor config name: value}}
 Reply: {"id", "ok", "error", "torch": version, "results": [{"config", "ok", "error", "wall_ms",
-  "prepare_ms", "outputs": FILE, "skipped", "stage"}]}
+  "prepare_ms", "outputs": FILE, "skipped", "stage"}]} (aoti: "package": FILE and "out_paths": the
+  output leaves' paths as tfg names them, "" for a bare tensor, "1.0" for element 0 of element 1,
+  instead of "outputs")
 `stage` says where a failure happened: "load" (the program does not load: tfg's own export, the
 configuration is skipped, not judged), "compile" (the first call, which compiles) or "run".
 Random numbers: the default generator is seeded as the C++ worker seeds it before every
@@ -46,6 +51,7 @@ import torch._inductor.config as inductor_config
 SEED = 0x7466676D75746174  # the C++ worker's reseed_cpu_generator()
 FORWARD = ("aot_eager", "inductor", "inductor_freezing", "inductor_dynamic", "export_decomposed")
 GRADIENT = ("inductor_autograd",)
+PACKAGED = ("aoti",)
 
 
 def install_test_fault():
@@ -195,6 +201,56 @@ def run_config(config, ep, inputs, req):
     return result
 
 
+def leaf_paths(spec):
+    """The paths of a pytree spec's leaves, named as tfg's ivalue::flatten names them."""
+    structure = torch.utils._pytree.tree_unflatten(list(range(spec.num_leaves)), spec)
+    paths = []
+
+    def walk(v, path):
+        child = (lambda i: str(i) if not path else path + "." + str(i))
+        if isinstance(v, (tuple, list)):
+            for i, e in enumerate(v):
+                walk(e, child(i))
+        elif isinstance(v, dict):
+            for i, (k, e) in enumerate(v.items()):
+                walk(e, ((path + ".") if path else "") + k if isinstance(k, str) else child(i))
+        else:
+            paths.append(path)
+
+    walk(structure, "")
+    return paths
+
+
+def compile_aoti(ep, inputs, req):
+    """AOTInductor: the program compiled into a package the C++ worker runs."""
+    result = {"config": "aoti", "ok": False, "error": "", "wall_ms": 0.0, "prepare_ms": 0.0, "skipped": False,
+              "stage": "compile"}
+    if any(not isinstance(a, torch.Tensor) for a in inputs[0]):
+        result.update(skipped=True, stage="load",
+                      error="aoti: the program takes non-tensor inputs, which an AOTInductor package's C++ runner "
+                            "cannot be given")
+        return result
+    torch.manual_seed(SEED)
+    try:
+        t0 = time.perf_counter()
+        path = os.path.join(req["outputs"], "aoti.pt2")
+        from torch._inductor import aoti_compile_and_package
+        options = dict(req.get("flags") or {})
+        aoti_compile_and_package(ep, package_path=path, inductor_configs=options or None)
+        result["prepare_ms"] = (time.perf_counter() - t0) * 1e3
+        result["package"] = path
+        result["out_paths"] = leaf_paths(ep.call_spec.out_spec)
+        result["ok"] = True
+        result["stage"] = ""
+    except Exception as e:  # noqa: BLE001 - every failure of the framework is a result
+        result["error"] = short_error(e)
+        print("tfg_compiled_worker: aoti: compile:", file=sys.stderr)
+        traceback.print_exc(file=sys.stderr)
+    finally:
+        torch._dynamo.reset()
+    return result
+
+
 def handle(req):
     reply = {"id": req.get("id", -1), "ok": False, "torch": torch.__version__}
     if req.get("op") == "ping":
@@ -220,6 +276,9 @@ def handle(req):
         reply.update(ok=True, results=results)
         return reply
     for c in configs:
+        if c in PACKAGED:
+            results.append(compile_aoti(ep, inputs, req))
+            continue
         if c not in FORWARD and c not in GRADIENT:
             results.append({"config": c, "ok": False, "skipped": True, "stage": "load", "wall_ms": 0.0,
                             "prepare_ms": 0.0, "error": f"unknown compiled configuration `{c}`"})

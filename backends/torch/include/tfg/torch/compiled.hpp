@@ -28,7 +28,12 @@
 
 #include <nlohmann/json.hpp>
 #include <torch/version.h>
+#if TFG_HAS_PT2
+#include <ATen/Parallel.h>
+#include <torch/csrc/inductor/aoti_package/model_package_loader.h>
+#endif
 
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -54,7 +59,8 @@ namespace tfg::torch {
 /// The compiled configurations, in `flowmut configs` order.
 [[nodiscard]] inline const std::vector<std::string>& compiled_config_names() {
   static const std::vector<std::string> names{"aot_eager",        "inductor",          "inductor_freezing",
-                                              "inductor_dynamic", "export_decomposed", "inductor_autograd"};
+                                              "inductor_dynamic", "export_decomposed", "inductor_autograd",
+                                              "aoti"};
   return names;
 }
 
@@ -260,6 +266,64 @@ namespace compiled_detail {
   return key;
 }
 
+/// AOTInductor: loads the package the Python worker compiled and runs it here, in C++, as a
+/// deployment does (torch::inductor::AOTIModelPackageLoader): `warmup` calls on the group's first
+/// input, then each input timed. Outputs are named by the paths the Python worker read from the
+/// program's output spec.
+/// A package's model library names `libtorch.so` without a path; this process links only
+/// libtorch_cpu and c10, so the dynamic loader would take the first `libtorch.so` on the system
+/// path (Debian's 1.13 on these machines: a second LibTorch in the process, SIGBUS in its
+/// initialisers). The LibTorch beside the libtorch_cpu this process runs is loaded first, once,
+/// globally, so the package's dependency resolves to it. "" when it loaded.
+[[nodiscard]] inline const std::string& load_own_libtorch() {
+  static const std::string why = [] () -> std::string {
+    Dl_info info{};
+    if (::dladdr(reinterpret_cast<void*>(&at::get_num_threads), &info) == 0 || info.dli_fname == nullptr)
+      return "cannot find the libtorch_cpu this process runs";
+    const auto lib = std::filesystem::path(info.dli_fname).parent_path() / "libtorch.so";
+    if (::dlopen(lib.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr)
+      return "cannot load " + lib.string() + ": " + std::string(::dlerror());
+    return "";
+  }();
+  return why;
+}
+
+inline void run_package(compiled_result& r, const nlohmann::json& c, const input_set& used,
+                        const std::vector<std::size_t>& group, std::size_t warmup) {
+  const auto paths = c.value("out_paths", std::vector<std::string>{});
+  if (const auto& why = load_own_libtorch(); !why.empty()) {
+    r.error = "aoti: " + why;
+    r.skipped = true;
+    return;
+  }
+  try {
+    const auto t0 = std::chrono::steady_clock::now();
+    ::torch::inductor::AOTIModelPackageLoader loader(c.value("package", std::string()));
+    auto flat = [&](std::size_t slot) {
+      std::vector<at::Tensor> ts;
+      for (const auto& a : used[slot]) ts.push_back(a.toTensor().clone());
+      return ts;
+    };
+    at::NoGradGuard no_grad;
+    for (std::size_t k = 0; k < warmup; ++k) (void)loader.run(flat(group[0]));
+    r.prepare_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    for (auto slot : group) {
+      auto args = flat(slot);
+      const auto t1 = std::chrono::steady_clock::now();
+      auto outs = loader.run(args);
+      r.wall_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
+      if (outs.size() != paths.size())
+        throw std::runtime_error("the package returned " + std::to_string(outs.size()) + " outputs, its program's spec " +
+                                 std::to_string(paths.size()));
+      output_list named;
+      for (std::size_t i = 0; i < outs.size(); ++i) named.push_back({paths[i], c10::IValue(outs[i].detach())});
+      r.outputs[slot] = std::move(named);
+    }
+  } catch (const std::exception& e) {
+    r.error = "run: " + first_line(e.what());
+  }
+}
+
 /// Runs the inputs `group` (indices into `used`) of one shape in one program; appends to `r`.
 inline void run_group(compiled_result& r, std::string_view name, const model& m, const input_set& used,
                       const std::vector<std::size_t>& group, std::size_t warmup, int threads) {
@@ -323,6 +387,10 @@ inline void run_group(compiled_result& r, std::string_view name, const model& m,
   if (!c.value("ok", false)) {
     const auto stage = c.value("stage", std::string());
     r.error = (stage.empty() ? "" : stage + ": ") + c.value("error", std::string("failed"));
+    return;
+  }
+  if (name == "aoti") {
+    run_package(r, c, used, group, warmup);
     return;
   }
   try {

@@ -23,8 +23,9 @@
 /// | inductor_dynamic    | torch.compile(dynamic=True)                                  | eager_op_by_op  |
 /// | export_decomposed   | the program after run_decompositions(), ExportedProgram.module() | eager_op_by_op |
 /// | inductor_autograd   | autograd_eager's gradients through torch.compile()           | autograd_eager  |
+/// | aoti                | AOTInductor package of the program, run from C++             | eager_op_by_op  |
 ///
-/// The last six are PyTorch 2.x's compiled configurations, run by a Python worker (compiled.hpp);
+/// The last seven are PyTorch 2.x's compiled configurations, run by a Python worker (compiled.hpp);
 /// a campaign runs them when asked (`--config`), as they compile for seconds per mutant.
 ///
 /// Every configuration runs with `run_options::threads` intra-op threads (1 by default, so runs
@@ -424,6 +425,10 @@ class configuration_scope {
        compiled, why_compiled, "eager_op_by_op"},
       {"inductor_autograd", "autograd_eager's gradients through torch.compile() (Inductor's backward; Python worker)",
        compiled, why_compiled, "autograd_eager"},
+      {"aoti",
+       "AOTInductor: the program compiled into a package by the Python worker (aoti_compile_and_package), loaded "
+       "and run here in C++ by torch::inductor::AOTIModelPackageLoader, as a C++ deployment runs it",
+       compiled, why_compiled, "eager_op_by_op"},
   };
 }
 

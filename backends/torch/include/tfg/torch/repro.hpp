@@ -446,6 +446,19 @@ def run(config, args):
             for _ in range(2):
                 s(*clone(args))
             return leaves(s(*args))
+    if config == "aoti":
+        # As flowmut runs it: AOTInductor's package of the exported program (C++ runner).
+        import tempfile
+        import torch._inductor.config as inductor_config
+        inductor_config.fallback_random = True
+        m = Repro(CONSTANTS).eval()
+        ep = torch.export.export(m, tuple(clone(args)))
+        path = torch._inductor.aoti_compile_and_package(ep, package_path=os.path.join(tempfile.mkdtemp(), "aoti.pt2"))
+        fn = torch._inductor.aoti_load_package(path)
+        with torch.no_grad():
+            for _ in range(2):
+                fn(*clone(args))
+            return leaves(fn(*args))
     if config in ("aot_eager", "inductor", "inductor_freezing", "inductor_dynamic", "inductor_autograd",
                   "export_decomposed"):
         # As flowmut's compiled worker runs them (backends/torch/python/tfg_compiled_worker.py).

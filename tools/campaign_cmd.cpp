@@ -104,6 +104,10 @@ void take_stored_settings(run_args& a) {
   }
   if (a.given.count("config") && s.contains("configs") && a.configs != s.at("configs").get<std::vector<std::string>>())
     conflict("config", s.at("configs").dump(), nlohmann::json(a.configs).dump());
+  // The stored configurations decide the timeout cap below (15 minutes with a compiled one): a
+  // resumed compiled campaign (every fuzz slice after the first) calibrated its seed against 60 s
+  // and failed "the seed model fails in the worker (timeout)".
+  if (!a.given.count("config") && s.contains("configs")) a.configs = s.at("configs").get<std::vector<std::string>>();
   // The operator pool and the inputs are the campaign's own copies: the same paths as at the
   // start may be given again (the command line repeated with --resume), others not.
   auto same_paths = [](const std::vector<std::string>& given, const nlohmann::json& stored) {
@@ -144,6 +148,8 @@ struct shaped_inputs {
   shaped_inputs(const shaped_inputs&) = delete;
   shaped_inputs& operator=(const shaped_inputs&) = delete;
 };
+
+bool is_compiled_configuration(const std::string& name) { return tfg::torch::is_compiled_config(name); }
 
 int run_campaign_command(run_args a, const std::string& self_exe) {
   if (a.resume) take_stored_settings(a);
@@ -190,6 +196,7 @@ int run_campaign_command(run_args a, const std::string& self_exe) {
                o.policy_name.c_str(), static_cast<unsigned long long>(a.seed), a.rounds, a.resume ? ", resumed" : "");
   auto last_print = std::chrono::steady_clock::now();
   std::size_t last_findings = 0;
+  try {
   c.run([&](const tfg::campaign::status& s) {
     if (a.quiet) return;
     if (s.findings > last_findings) {
@@ -208,6 +215,14 @@ int run_campaign_command(run_args a, const std::string& self_exe) {
       last_print = now;
     }
   });
+  } catch (const std::exception& e) {
+    // Stopped (Ctrl-C, a fuzz job's end of slice) while the seed was being calibrated: the
+    // worker's exchange was cut, which is not the seed's failure. Nothing of the rounds is lost.
+    if (!g_interrupted) throw;
+    std::fprintf(stderr, "\ninterrupted before the first round (%s); continue with --resume\n",
+                 tfg::torch::first_line(e.what()).c_str());
+    return 130;
+  }
   if (tty && !a.quiet) std::fputs("\n", stderr);
   auto& db = c.database();
   std::printf("verdicts:");

@@ -81,6 +81,8 @@ struct legality_args {
 };
 
 int run_campaign_command(run_args a, const std::string& self_exe);
+/// Whether `name` is a compiled configuration of PyTorch 2.x (it compiles every mutant).
+bool is_compiled_configuration(const std::string& name);
 int run_compare_command(compare_args a, const std::string& self_exe);
 int run_worker_command(const std::string& dir);
 int run_summary_command(const std::string& dir);

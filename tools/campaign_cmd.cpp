@@ -149,7 +149,12 @@ struct shaped_inputs {
   shaped_inputs& operator=(const shaped_inputs&) = delete;
 };
 
-bool is_compiled_configuration(const std::string& name) { return tfg::torch::is_compiled_config(name); }
+int campaign_timeout_cap_s(int timeout_s, bool given, const std::vector<std::string>& configs) {
+  // A compiled configuration compiles every mutant (a cold Inductor cache: minutes on two cores).
+  const bool compiled =
+      std::any_of(configs.begin(), configs.end(), [](const std::string& c) { return tfg::torch::is_compiled_config(c); });
+  return !given && compiled ? std::max(timeout_s, 15 * 60) : timeout_s;
+}
 
 int run_campaign_command(run_args a, const std::string& self_exe) {
   if (a.resume) take_stored_settings(a);
@@ -166,12 +171,9 @@ int run_campaign_command(run_args a, const std::string& self_exe) {
   o.features = or_throw(tfg::select::parse_ablation(a.ablation));
   o.configs = a.configs;
   o.worker_exe = self_exe;
-  o.timeout_cap = std::chrono::seconds(a.timeout_s);
-  // A compiled configuration compiles every mutant (a cold Inductor cache: minutes on two cores):
-  // unless --timeout says otherwise, the cap is 15 minutes (the timeout is still calibrated on the seed).
-  if (!a.given.count("timeout") &&
-      std::any_of(a.configs.begin(), a.configs.end(), [](const std::string& c) { return tfg::torch::is_compiled_config(c); }))
-    o.timeout_cap = std::max<std::chrono::milliseconds>(o.timeout_cap, std::chrono::minutes(15));
+  // Unless --timeout says otherwise, 15 minutes with a compiled configuration (the timeout is
+  // still calibrated on the seed).
+  o.timeout_cap = std::chrono::seconds(campaign_timeout_cap_s(a.timeout_s, a.given.count("timeout") > 0, a.configs));
   o.reruns = a.reruns;
   o.rss_limit_bytes = a.rss_limit_mb * (std::int64_t{1} << 20);
   o.resume = a.resume;

@@ -81,8 +81,9 @@ struct legality_args {
 };
 
 int run_campaign_command(run_args a, const std::string& self_exe);
-/// Whether `name` is a compiled configuration of PyTorch 2.x (it compiles every mutant).
-bool is_compiled_configuration(const std::string& name);
+/// The per-mutant timeout cap a campaign runs with: `timeout_s` (--timeout), raised to 15 minutes
+/// when it was not given and a configuration of `configs` compiles every mutant.
+int campaign_timeout_cap_s(int timeout_s, bool given, const std::vector<std::string>& configs);
 int run_compare_command(compare_args a, const std::string& self_exe);
 int run_worker_command(const std::string& dir);
 int run_summary_command(const std::string& dir);

@@ -409,7 +409,10 @@ class fuzz_job {
         it->view = view_of(out_ / "campaigns" / units_[it->unit].name);
         if (it->first_round_s < 0 && it->view.round > it->round_before) it->first_round_s = seconds_since(it->started);
         // A slice far past its time (a round stuck beyond the campaign's own timeouts) is told to stop.
-        if (!it->signalled && seconds_since(it->started) > it->slice_s + 3.0 * campaign_timeout_cap_s() + 60) {
+        // The campaigns' own cap (15 minutes with a compiled configuration): a slice whose seed
+        // calibration compiles cold is not far past its time.
+        const double cap_s = campaign_timeout_cap_s(a_.timeout_s, a_.given.count("timeout") > 0, a_.configs);
+        if (!it->signalled && seconds_since(it->started) > it->slice_s + 3.0 * cap_s + 60) {
           ::kill(it->pid, SIGINT);
           it->signalled = true;
         }
@@ -420,16 +423,6 @@ class fuzz_job {
       running_[it->unit] = false;
       it = jobs_.erase(it);
     }
-  }
-
-  /// The per-mutant timeout cap the campaigns run with: --timeout, else 60 s, or 15 minutes when
-  /// a compiled configuration compiles every mutant (as `flowmut run` raises it): a slice whose
-  /// seed calibration compiles cold is not "far past its time".
-  [[nodiscard]] double campaign_timeout_cap_s() const {
-    if (a_.given.count("timeout")) return a_.timeout_s;
-    const bool compiled = std::any_of(a_.configs.begin(), a_.configs.end(),
-                                      [](const std::string& c) { return is_compiled_configuration(c); });
-    return compiled ? std::max(a_.timeout_s, 900) : a_.timeout_s;
   }
 
   void finish(const job& j, int status) {

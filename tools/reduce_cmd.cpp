@@ -84,10 +84,9 @@ nlohmann::json inductor_triage(const fs::path& dir, const std::string& python, c
   std::fflush(stdout);
   // 1. torch's bisector.
   if (left_s() > 10) {
-    const std::string cmd = "cd '" + dir.string() + "' && " + env + "timeout " + std::to_string(left_s()) + " '" + python +
-                            "' -m torch._inductor.compiler_bisector run '" + python +
-                            "' repro.py --bisect > inductor_bisect.log 2>&1";
-    (void)std::system(cmd.c_str());
+    // Its status line is not repro.py's: the log is read below.
+    (void)run_reproducer(dir, "env " + env + "'" + python + "' -m torch._inductor.compiler_bisector run '" + python +
+                                  "' repro.py --bisect", "inductor_bisect.log", left_s());
     std::string line;
     std::istringstream lines(read_text(dir / "inductor_bisect.log"));
     for (std::string l; std::getline(lines, l);)
@@ -279,15 +278,15 @@ void write_issue(const fs::path& dir, const nlohmann::json& meta, const tfg::tor
       if (t.contains("bisect"))
         md << "torch's compiler bisector (`python -m torch._inductor.compiler_bisector run python repro.py --bisect`): `"
            << t["bisect"].value("result", std::string()) << "`\n\n";
-      if (t.contains("flags_smallest") && !t["flags_smallest"].is_null())
-        md << "Inductor config flags that make it go away (smallest set found): `" << describe_flags(t["flags_smallest"])
-           << "`" << (t["flags_each_flipping"].size() > 1 ? " (each of these alone also does: " : "");
-      else
+      if (t.contains("flags_smallest") && !t["flags_smallest"].is_null()) {
+        md << "Inductor config flags that make it go away (smallest set found): `" << describe_flags(t["flags_smallest"]) << "`";
+        if (t["flags_each_flipping"].size() > 1) {
+          std::string each;
+          for (const auto& f : t["flags_each_flipping"]) each += (each.empty() ? "" : "; ") + describe_flags(f);
+          md << " (each of these alone also does: `" << each << "`)";
+        }
+      } else {
         md << "No set of the " << t.value("flags_tried", 0) << " Inductor config flags tried makes it go away";
-      if (t.contains("flags_smallest") && !t["flags_smallest"].is_null() && t["flags_each_flipping"].size() > 1) {
-        std::string each;
-        for (const auto& f : t["flags_each_flipping"]) each += (each.empty() ? "" : "; ") + describe_flags(f);
-        md << "`" << each << "`)";
       }
       md << (t.value("complete", false) ? "." : " (the search ran out of budget).")
          << " To try a set: `TFG_INDUCTOR_FLAGS='{\"epilogue_fusion\": false}' python3 repro.py`.\n";
@@ -314,7 +313,10 @@ std::string default_python() {
 int run_reduce_command(const std::string& dir_s, const std::string& self_exe, int timeout_s, std::int64_t rss_limit_mb,
                        const std::string& python, bool run_repro, double budget_s, bool build_cpp) {
   const fs::path dir(dir_s);
-  const auto started = std::chrono::steady_clock::now();
+  // One deadline for the reduction and the Inductor triage after it.
+  const auto deadline =
+      budget_s > 0 ? std::optional(std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<long long>(budget_s * 1000)))
+                   : std::nullopt;
   std::ifstream in(dir / "meta.json");
   auto meta = nlohmann::json::parse(in, nullptr, false);
   if (meta.is_discarded()) {
@@ -328,8 +330,7 @@ int run_reduce_command(const std::string& dir_s, const std::string& self_exe, in
                     s.note.empty() ? "" : " - ", s.note.substr(0, 200).c_str());
         std::fflush(stdout);
       },
-      budget_s > 0 ? std::optional(std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<long long>(budget_s * 1000)))
-                   : std::nullopt);
+      deadline);
   if (!r.error.empty()) {
     std::cerr << "flowmut reduce: " << r.error << "\n";
     return 2;
@@ -379,9 +380,8 @@ int run_reduce_command(const std::string& dir_s, const std::string& self_exe, in
   const std::string config_b = meta.value("config_b", "");
   if (status == "REPRODUCED" && tfg::torch::is_inductor_config(config_b) &&
       (kind == "numeric" || kind == "nan_inf" || kind == "exception" || kind == "state")) {
-    const auto deadline = budget_s > 0 ? started + std::chrono::milliseconds(static_cast<long long>(budget_s * 1000))
-                                       : std::chrono::steady_clock::now() + std::chrono::minutes(15);
-    triage = inductor_triage(dir, python, config_b, std::max(timeout_s * 4, 120), deadline);
+    triage = inductor_triage(dir, python, config_b, std::max(timeout_s * 4, 120),
+                             deadline.value_or(std::chrono::steady_clock::now() + std::chrono::minutes(15)));
   }
   meta["reduction"] = {{"reduced", r.reduced},       {"mutant_nodes", r.mutant_nodes}, {"reduced_nodes", r.reduced_nodes},
                        {"depth", r.depth},           {"tries", r.steps.size()},        {"repro_py", status},

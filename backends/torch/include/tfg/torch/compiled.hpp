@@ -266,10 +266,6 @@ namespace compiled_detail {
   return key;
 }
 
-/// AOTInductor: loads the package the Python worker compiled and runs it here, in C++, as a
-/// deployment does (torch::inductor::AOTIModelPackageLoader): `warmup` calls on the group's first
-/// input, then each input timed. Outputs are named by the paths the Python worker read from the
-/// program's output spec.
 /// A package's model library names `libtorch.so` without a path; this process links only
 /// libtorch_cpu and c10, so the dynamic loader would take the first `libtorch.so` on the system
 /// path (Debian's 1.13 on these machines: a second LibTorch in the process, SIGBUS in its
@@ -288,6 +284,10 @@ namespace compiled_detail {
   return why;
 }
 
+/// AOTInductor: loads the package the Python worker compiled and runs it here, in C++, as a
+/// deployment does (torch::inductor::AOTIModelPackageLoader): `warmup` calls on the group's first
+/// input, then each input timed. Outputs are named by the paths the Python worker read from the
+/// program's output spec.
 inline void run_package(compiled_result& r, const nlohmann::json& c, const input_set& used,
                         const std::vector<std::size_t>& group, std::size_t warmup) {
   const auto paths = c.value("out_paths", std::vector<std::string>{});

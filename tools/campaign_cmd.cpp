@@ -149,11 +149,15 @@ struct shaped_inputs {
   shaped_inputs& operator=(const shaped_inputs&) = delete;
 };
 
+namespace {
+bool any_compiled(const std::vector<std::string>& configs) {
+  return std::any_of(configs.begin(), configs.end(), [](const std::string& c) { return tfg::torch::is_compiled_config(c); });
+}
+}  // namespace
+
 int campaign_timeout_cap_s(int timeout_s, bool given, const std::vector<std::string>& configs) {
   // A compiled configuration compiles every mutant (a cold Inductor cache: minutes on two cores).
-  const bool compiled =
-      std::any_of(configs.begin(), configs.end(), [](const std::string& c) { return tfg::torch::is_compiled_config(c); });
-  return !given && compiled ? std::max(timeout_s, 15 * 60) : timeout_s;
+  return !given && any_compiled(configs) ? std::max(timeout_s, 15 * 60) : timeout_s;
 }
 
 int run_campaign_command(run_args a, const std::string& self_exe) {
@@ -174,6 +178,9 @@ int run_campaign_command(run_args a, const std::string& self_exe) {
   // Unless --timeout says otherwise, 15 minutes with a compiled configuration (the timeout is
   // still calibrated on the seed).
   o.timeout_cap = std::chrono::seconds(campaign_timeout_cap_s(a.timeout_s, a.given.count("timeout") > 0, a.configs));
+  // A compiled configuration compiles every mutant cold: the seed's first (cold) run is the
+  // measure, and a second would compile it again for minutes.
+  if (any_compiled(a.configs)) o.calibration_runs = 1;
   o.reruns = a.reruns;
   o.rss_limit_bytes = a.rss_limit_mb * (std::int64_t{1} << 20);
   o.resume = a.resume;

@@ -92,6 +92,10 @@ struct options {
   fs::path worker_exe;                 ///< the program serving `worker --dir D`
   std::chrono::milliseconds timeout_cap{60000};   ///< per-mutant timeout never exceeds this
   std::chrono::milliseconds timeout_floor{5000};  ///< a loaded machine can take seconds to load a model
+  /// Runs of the seed that calibrate the timeout (the last one's time counts): 2 lets the first
+  /// pay the worker's one-time costs; 1 where every mutant pays them too (a compiled
+  /// configuration compiles each mutant cold, as the seed's first run does).
+  int calibration_runs = 2;
   std::int64_t rss_limit_bytes = 0;    ///< 0: min(8 GiB, physical RAM / 2)
   int reruns = 2;                      ///< reliability reruns of each new finding, each in a fresh worker
   int perf_trials = 5;                 ///< interleaved seed/mutant timings that confirm a performance anomaly
@@ -514,7 +518,7 @@ class loop {
     tracker_.emplace(space_);
 
     spawn_worker();
-    calibrate();
+    if (!(opt_.resume && resume_calibration(state))) calibrate();
     gen_->profile_and_set_seed(std::move(*seed), *inputs_);
     if (opt_.resume) restore(state);
     else corpus_.push_back({fs::path("corpus") / "0.pt", gen_->current(), gen_->current_profile(), {}});
@@ -622,11 +626,11 @@ class loop {
     return o;
   }
 
-  /// Runs the seed twice under every configuration: the second run's time sets the per-mutant
-  /// timeout (max(floor, 10 x seed time), at most the cap); its outcome is round 0's.
+  /// Runs the seed `calibration_runs` times under every configuration: the last run's time sets
+  /// the per-mutant timeout (max(floor, 10 x seed time), at most the cap); its outcome is round 0's.
   void calibrate() {
     double ms = 0;
-    for (int i = 0; i < 2; ++i) {
+    for (int i = 0; i < std::max(1, opt_.calibration_runs); ++i) {
       auto o = execute(request(opt_.out_dir / "current.pt"), opt_.timeout_cap);
       if (o.process_failed())
         throw std::runtime_error("the seed model fails in the worker (" + std::string(to_string(o.exchange.kind)) +
@@ -642,6 +646,19 @@ class loop {
     store_->set_meta("timeout_ms", std::to_string(timeout_.count()));
     store_->set_meta("calibration_load", std::to_string(calibration_load_));
     perf_.seed_times = seed_outcome_->reply->config_times();
+  }
+
+  /// A resumed campaign past round 0 keeps the timeout it calibrated (within this run's cap) and
+  /// the load it was calibrated at, instead of running the seed again: with compiled
+  /// configurations a calibration costs minutes, and a fuzz job resumes each campaign once per
+  /// slice. False (calibrate) for a campaign stored before its calibration was.
+  bool resume_calibration(const nlohmann::json& state) {
+    const auto load = store_->meta("calibration_load");
+    const auto ms = state.value("timeout_ms", std::int64_t{0});
+    if (state.value("round", std::size_t{0}) == 0 || ms <= 0 || !load) return false;
+    timeout_ = std::clamp(std::chrono::milliseconds(ms), std::min(opt_.timeout_floor, opt_.timeout_cap), opt_.timeout_cap);
+    calibration_load_ = std::stod(*load);
+    return true;
   }
 
   [[nodiscard]] worker_request request(const fs::path& model_path) const {

@@ -242,6 +242,20 @@ int run_campaign_command(run_args a, const std::string& self_exe) {
   // Findings that differ only in the state of the culprit's inputs are variants of one defect.
   const auto counts = tfg::campaign::count_row_defects(all);
   const std::size_t flaky = counts.flaky;
+  // Configurations that could not take some mutants (an operator the ONNX exporter cannot
+  // translate, say): counted and listed, not findings.
+  std::map<std::string, std::pair<std::size_t, std::string>> unsupported;
+  for (const auto& r : db.rounds()) {
+    const auto j = nlohmann::json::parse(r.extra_json.empty() ? "{}" : r.extra_json, nullptr, false);
+    if (j.is_discarded() || !j.contains("unsupported")) continue;
+    for (const auto& it : j.at("unsupported").items()) {
+      auto& [n, first] = unsupported[it.key()];
+      if (n++ == 0) first = it.value().get<std::string>();
+    }
+  }
+  for (const auto& [config, u] : unsupported)
+    std::printf("\n%s did not run on %zu mutant(s) it does not support (not findings), first: %s", config.c_str(),
+                u.first, u.second.c_str());
   std::printf("\nfindings: %zu distinct", counts.variants);
   if (counts.defects != counts.variants) std::printf(" (%zu defects)", counts.defects);
   std::printf("\n");

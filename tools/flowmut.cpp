@@ -336,8 +336,9 @@ int run_configs() {
   for (const auto& c : tfg::torch::list_configs())
     std::printf("%-20s %-10s %-16s %s%s\n", c.name.c_str(), c.available ? "yes" : "no", c.reference.empty() ? "-" : c.reference.c_str(),
                 c.description.c_str(), c.available ? "" : (" [" + c.why_not + "]").c_str());
-  std::printf("\na campaign runs every available CPU configuration but the compiled ones (aot_eager ... inductor_autograd,\n"
-              "seconds of compilation per mutant) by default; flowmut run --config NAME (repeat) chooses\n");
+  std::printf("\na campaign runs every available CPU configuration but the compiled ones (aot_eager ... aoti, seconds of\n"
+              "compilation per mutant) and the ONNX ones (onnxruntime, onnxruntime_noopt: an export per mutant) by\n"
+              "default; flowmut run --config NAME (repeat) chooses\n");
   return 0;
 }
 }  // namespace

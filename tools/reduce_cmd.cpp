@@ -73,6 +73,84 @@ std::string describe_flags(const nlohmann::json& set) {
 ///  - the smallest set of Inductor config flags (of triage_flags()) that makes repro.py say NOT
 ///    REPRODUCED: every single flag that does, else all of them at once, reduced one flag at a time.
 /// Every run is a fresh process with its own Inductor cache folder; the deadline bounds it all.
+/// ONNX Runtime's graph optimisers the triage disables one at a time (names as ORT registers
+/// them: its level 1 rewrite rules and level 2/3 fusions and layout transformers; a name this
+/// ONNX Runtime does not know is ignored by it, and so cannot flip anything).
+const std::vector<std::string>& ort_optimisers() {
+  static const std::vector<std::string> names = {
+      "ConstantFolding",    "CommonSubexpressionElimination", "ConstantSharing",      "ConvActivationFusion",
+      "ConvAddFusion",      "ConvBNFusion",                   "ConvMulFusion",        "ConvAddActivationFusion",
+      "GemmActivationFusion", "GemmTransposeFusion",          "MatMulAddFusion",      "MatmulTransposeFusion",
+      "MatMulScaleFusion",  "GeluFusion",                     "BiasGeluFusion",       "FastGeluFusion",
+      "LayerNormFusion",    "SimplifiedLayerNormFusion",      "SkipLayerNormFusion",  "AttentionFusion",
+      "BiasSoftmaxFusion",  "NchwcTransformer",               "NhwcTransformer",      "TransposeOptimizer",
+      "ReshapeFusion",      "DivMulFusion",                   "NoopElimination",      "CastElimination",
+      "EliminateIdentity",  "EliminateSlice",                 "FuseReluClip",         "ExpandElimination"};
+  return names;
+}
+
+/// For an onnxruntime finding that reproduces on plain packages: the lowest ONNX Runtime graph
+/// optimisation level that shows it, and the optimisers whose disabling alone makes it go away
+/// (repro.py reads TFG_ORT_LEVEL and TFG_ORT_DISABLED).
+nlohmann::json onnxruntime_triage(const fs::path& dir, const std::string& python, int run_timeout_s,
+                                  std::chrono::steady_clock::time_point deadline) {
+  namespace chr = std::chrono;
+  nlohmann::json out = {{"complete", false}};
+  const auto left_s = [&] { return static_cast<int>(chr::duration_cast<chr::seconds>(deadline - chr::steady_clock::now()).count()); };
+  auto shows = [&](const std::string& env) -> std::optional<bool> {
+    if (left_s() < 5) return std::nullopt;
+    const auto st = run_reproducer(dir, "env " + env + " '" + python + "' repro.py", "triage_ort.log", std::min(left_s(), run_timeout_s));
+    if (st == "REPRODUCED") return true;
+    if (st == "NOT REPRODUCED") return false;
+    return std::nullopt;
+  };
+  std::printf("onnxruntime triage:");
+  std::fflush(stdout);
+  std::string level;
+  for (const char* l : {"disable", "basic", "extended", "all"}) {
+    const auto r = shows(std::string("TFG_ORT_LEVEL=") + l);
+    if (!r) return out;
+    if (*r) {
+      level = l;
+      break;
+    }
+  }
+  out["level"] = level.empty() ? nlohmann::json(nullptr) : nlohmann::json(level);
+  std::printf(" level %s;", level.empty() ? "none" : level.c_str());
+  nlohmann::json flipping = nlohmann::json::array();
+  bool finished = true;
+  if (!level.empty() && level != "disable") {
+    for (const auto& name : ort_optimisers()) {
+      const auto r = shows("TFG_ORT_LEVEL=all TFG_ORT_DISABLED=" + name);
+      if (!r) { finished = false; break; }
+      if (!*r) flipping.push_back(name);
+    }
+  }
+  out["disabling_flips"] = flipping;
+  out["optimisers_tried"] = ort_optimisers().size();
+  out["complete"] = finished;
+  std::string summary;
+  if (level.empty())
+    summary = "Not shown at any optimisation level when repro.py sets it (disable, basic, extended, all).";
+  else if (level == "disable")
+    summary = "Shown with ONNX Runtime's graph optimisations off (TFG_ORT_LEVEL=disable): not an optimiser's doing.";
+  else {
+    summary = "First shown at graph optimisation level `" + level + "` (not at the level below). ";
+    if (flipping.empty())
+      summary += "Disabling any one of the " + std::to_string(ort_optimisers().size()) + " optimisers tried does not make it go away";
+    else {
+      std::string names;
+      for (const auto& f : flipping) names += (names.empty() ? "" : ", ") + std::string("`") + f.get<std::string>() + "`";
+      summary += "Disabling " + names + " alone makes it go away (TFG_ORT_DISABLED=" + flipping[0].get<std::string>() +
+                 " python3 repro.py)";
+    }
+    summary += finished ? "." : " (the search ran out of budget).";
+  }
+  out["summary"] = summary;
+  std::printf(" %s\n", summary.c_str());
+  return out;
+}
+
 nlohmann::json inductor_triage(const fs::path& dir, const std::string& python, const std::string& config,
                                int run_timeout_s, std::chrono::steady_clock::time_point deadline) {
   namespace chr = std::chrono;
@@ -229,9 +307,9 @@ void write_issue(const fs::path& dir, const nlohmann::json& meta, const tfg::tor
        << "): the divergence needs something of flowmut's own (a tool defect or an injected fault), or the "
        << "reproducer misses a configuration detail. Check with `flowmut repro` before reporting it.\n\n";
   md << "## 🐛 Describe the bug\n\n";
-  md << "`" << op << "` gives " << (kind == "exception" ? "an error" : kind == "nan_inf" ? "NaN/Inf" : kind == "crash" || kind == "abort" ? "a crash" : "different values")
+  md << "`" << op << "` gives " << (kind == "export_failure" ? "an export error" : kind == "exception" ? "an error" : kind == "nan_inf" ? "NaN/Inf" : kind == "crash" || kind == "abort" ? "a crash" : "different values")
      << " under **" << b << "** where **" << a << "** (the reference) runs"
-     << (kind == "exception" || kind == "crash" || kind == "abort" ? "" : " with other values")
+     << (kind == "exception" || kind == "export_failure" || kind == "crash" || kind == "abort" ? "" : " with other values")
      << ". Found by flowmut (data-flow mutation of a real model, finding `" << meta.value("id", "?") << "`): "
      << meta.value("title", "") << ".";
   if (r.reduced)
@@ -264,7 +342,30 @@ void write_issue(const fs::path& dir, const nlohmann::json& meta, const tfg::tor
   if (meta.contains("configs"))
     for (const auto& c : meta["configs"])
       if (c != a && c != b) md << "| `" << c.get<std::string>() << "` | ran in the campaign |\n";
-  if (tfg::torch::is_compiled_config(b)) {
+  if (tfg::torch::is_onnx_config(b)) {
+    // Which side breaks decides where it is filed: the exporter is PyTorch's (torch.onnx), the
+    // runtime is ONNX Runtime's (its bug template asks for the model, the session options, the
+    // execution provider and the versions).
+    if (kind == "export_failure")
+      md << "\n### Component\n\nPyTorch's ONNX exporter (`torch.onnx.export(..., dynamo=True)`, module: onnx): it fails "
+         << "on a program that `torch.export` produced and eager runs. File at pytorch/pytorch with the `module: onnx` "
+         << "label; repro.py exports `Repro` exactly as flowmut does.\n";
+    else
+      md << "\n### Component\n\nONNX Runtime (CPU execution provider, graph optimisation level "
+         << (b == "onnxruntime_noopt" ? "ORT_DISABLE_ALL" : "ORT_ENABLE_ALL, the default") << "), running the model "
+         << "`torch.onnx.export` made from `Repro`. File at microsoft/onnxruntime (bug report: the model comes from "
+         << "repro.py, which saves it in a temporary folder; `TFG_ORT_LEVEL` and `TFG_ORT_DISABLED` change the "
+         << "session's optimisation level and disabled optimisers).\n";
+    if (meta.contains("reduction") && meta["reduction"].contains("onnxruntime")) {
+      const auto& t = meta["reduction"]["onnxruntime"];
+      md << "\n### Which ONNX Runtime optimisation\n\n" << t.value("summary", std::string()) << "\n";
+    }
+    const auto cfg = dir / "onnx_versions.txt";
+    const std::string cmd = "'" + default_python() + "' -c 'import torch, onnx, onnxruntime, onnxscript; print(\"torch\", torch.__version__); "
+                            "print(\"onnx\", onnx.__version__); print(\"onnxruntime\", onnxruntime.__version__, onnxruntime.get_device()); "
+                            "print(\"onnxscript\", onnxscript.__version__)' > '" + cfg.string() + "' 2>/dev/null";
+    if (std::system(cmd.c_str()) == 0) md << "\n### Versions of the Python packages\n\n```\n" << read_text(cfg) << "```\n";
+  } else if (tfg::torch::is_compiled_config(b)) {
     // PyTorch's torch.compile bug template (pt2-bug-report): the backend that breaks, the
     // backend ladder, and the versions from torch.__config__.show() of the Python that ran repro.py.
     const auto backend = tfg::campaign::report_detail::backend_of(meta.value("message", std::string()));
@@ -365,7 +466,9 @@ int run_reduce_command(const std::string& dir_s, const std::string& self_exe, in
     status = run_repro ? run_reproducer(dir, "'" + python + "' repro.py", "repro.log", std::max(timeout_s * 4, 120)) : "NOT RUN";
     if (compiled) {
       cpp_status = "NOT APPLICABLE";
-      cpp_note = spec.config_b + " compiles from Python (torch.compile); repro.py is the reproducer";
+      cpp_note = spec.config_b + (tfg::torch::is_onnx_config(spec.config_b)
+                                      ? " runs from Python (torch.onnx.export, onnxruntime); repro.py is the reproducer"
+                                      : " compiles from Python (torch.compile); repro.py is the reproducer");
     } else {
       cpp_status = run_repro && build_cpp ? run_cpp_repro(dir, std::max(timeout_s * 4, 120), cpp_note) : "NOT RUN";
     }
@@ -388,6 +491,11 @@ int run_reduce_command(const std::string& dir_s, const std::string& self_exe, in
                        {"repro_note", note},         {"repro_cpp", cpp_status},        {"repro_cpp_note", cpp_note},
                        {"inputs_total", r.inputs_total}, {"inputs_kept", r.inputs_kept}};
   if (!triage.is_null()) meta["reduction"]["inductor"] = triage;
+  if (status == "REPRODUCED" && config_b == "onnxruntime" &&
+      (kind == "numeric" || kind == "nan_inf" || kind == "exception" || kind == "state"))
+    meta["reduction"]["onnxruntime"] =
+        onnxruntime_triage(dir, python, std::max(timeout_s * 4, 120),
+                           deadline.value_or(std::chrono::steady_clock::now() + std::chrono::minutes(15)));
   tfg::write_file_atomic(dir / "meta.json", meta.dump(1));
   write_issue(dir, meta, r, status, note, cpp_status);
   std::printf("issue draft: %s\n", (dir / "issue.md").c_str());
@@ -403,8 +511,11 @@ std::vector<tfg::campaign::known_issue> known_issues() {
 int run_report_command(const std::string& dir) {
   try {
     const auto r = tfg::campaign::write_report(dir, known_issues());
-    std::printf("report: %s (%zu rounds, %zu findings, %zu plots)\nfindings: %s\nsarif: %s\n", fs::absolute(r.html).c_str(),
-                r.rounds, r.findings, r.plots, fs::absolute(r.jsonl).c_str(), fs::absolute(r.sarif).c_str());
+    // Flaky ones (no rerun showed them again) are listed in the report, not counted as findings.
+    std::printf("report: %s (%zu rounds, %zu findings%s, %zu plots)\nfindings: %s\nsarif: %s\n", fs::absolute(r.html).c_str(),
+                r.rounds, r.findings - r.flaky,
+                r.flaky ? (" and " + std::to_string(r.flaky) + " flaky").c_str() : "", r.plots,
+                fs::absolute(r.jsonl).c_str(), fs::absolute(r.sarif).c_str());
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "flowmut report: " << e.what() << "\n";

@@ -137,7 +137,9 @@ TFG_TEST_BUSY_ONCE="$WORK/busy.marker" "$FLOWMUT" run "$SEED" --ops "$SRC/tests/
   || { cat "$WORK/busy.out"; sql "$WORK/busy/campaign.db" "select key, status, reliability from findings"; fail "the one-off hang is not a flaky hang"; }
 grep -q "^findings: 0 distinct" "$WORK/busy.out" || { cat "$WORK/busy.out"; fail "the flaky hang was counted among the findings"; }
 grep -q "flaky, not findings): 1" "$WORK/busy.out" || { cat "$WORK/busy.out"; fail "the flaky hang is not listed apart"; }
+grep -q "verdicts:.* finding " "$WORK/busy.out" && { cat "$WORK/busy.out"; fail "the round of the flaky hang is counted as a finding round"; }
 "$FLOWMUT" report "$WORK/busy" > "$WORK/busy_report.out" 2>&1 || { rc=$?; cat "$WORK/busy_report.out"; fail "flowmut report exited $rc"; }
+grep -q "0 findings and 1 flaky" "$WORK/busy_report.out" || { cat "$WORK/busy_report.out"; fail "flowmut report counts the flaky hang as a finding"; }
 grep -q "0 defects" "$WORK/busy/report.html" || { grep -o "[0-9]* defect[^<]*" "$WORK/busy/report.html" | head; fail "report.html counts the flaky hang as a defect"; }
 
 echo "== 7. eager run twice must agree with itself before a pair is judged (PyTorch's triage)"

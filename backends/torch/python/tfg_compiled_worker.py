@@ -20,6 +20,11 @@ Configurations (the same names as `flowmut configs`):
   aoti               AOTInductor: torch._inductor.aoti_compile_and_package(program) into a package that
                      the C++ worker loads and runs (torch::inductor::AOTIModelPackageLoader): here it
                      is only compiled; the reply names the package and the paths of its outputs
+  onnxruntime        the program exported to ONNX (torch.onnx.export(program, dynamo=True), the
+                     exporter's own graph optimisation on, as it is by default) and run by ONNX
+                     Runtime's CPU execution provider with its graph optimisations at their default
+                     level (ORT_ENABLE_ALL)
+  onnxruntime_noopt  the same ONNX model with ONNX Runtime's graph optimisations off (ORT_DISABLE_ALL)
 
 Request: {"id", "op": "run"|"ping", "model": PROGRAM.pt2, "inputs": INPUTS.pt, "configs": [NAME],
   "threads", "warmup", "max_inputs", "outputs": DIR, "flags": {inductor config name: value}}
@@ -28,11 +33,19 @@ Reply: {"id", "ok", "error", "torch": version, "results": [{"config", "ok", "err
   output leaves' paths as tfg names them, "" for a bare tensor, "1.0" for element 0 of element 1,
   instead of "outputs")
 `stage` says where a failure happened: "load" (the program does not load: tfg's own export, the
-configuration is skipped, not judged), "compile" (the first call, which compiles) or "run".
+configuration is skipped, not judged), "compile" (the first call, which compiles) or "run";
+for the ONNX configurations also "export" (torch.onnx.export failed on a program eager runs: an
+exporter defect) and "session" (ONNX Runtime refused the exported model). What the exporter or
+ONNX Runtime does not support (an operator without an ONNX translation, a kernel ONNX Runtime's
+CPU provider lacks, bfloat16 tensors numpy cannot hold) is "skipped" with "unsupported": the
+reason, never a finding. One export serves both ONNX configurations of a program (the second
+reuses the first's model or its export failure, which is judged once, under `onnxruntime`).
 Random numbers: the default generator is seeded as the C++ worker seeds it before every
 configuration, and torch._inductor.config.fallback_random makes Inductor draw them as eager does.
 
-Test-only fault (like tests/data/fault_ops): TFG_TEST_FAULT_INDUCTOR=hardswish_rank2 makes
+Test-only faults (like tests/data/fault_ops): TFG_TEST_FAULT_ONNX=hardswish_rank2 adds 0.25 to the
+output of the exported ONNX model's HardSwish nodes of rank 2 (install_onnx_fault);
+TFG_TEST_FAULT_INDUCTOR=hardswish_rank2 makes
 Inductor's decomposition of aten.hardswish wrong (+0.25) on rank-2 inputs, and right elsewhere.
 aot_eager does not use Inductor's decompositions, so it stays right. Inductor's cache is a folder
 of its own while it is set (the cache does not key on the decomposition table).
@@ -40,6 +53,7 @@ of its own while it is set (the cache does not key on the decomposition table).
 
 import json
 import os
+import re
 import sys
 import time
 import traceback
@@ -52,6 +66,7 @@ SEED = 0x7466676D75746174  # the C++ worker's reseed_cpu_generator()
 FORWARD = ("aot_eager", "inductor", "inductor_freezing", "inductor_dynamic", "export_decomposed")
 GRADIENT = ("inductor_autograd",)
 PACKAGED = ("aoti",)
+ONNX = ("onnxruntime", "onnxruntime_noopt")
 
 
 def install_test_fault():
@@ -74,6 +89,39 @@ def install_test_fault():
     # folder (read lazily by Inductor) keeps the faulty graphs apart and the reruns warm.
     import tempfile
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(tempfile.gettempdir(), "torchinductor_tfg_test_fault")
+
+
+def install_onnx_fault(path):
+    """Test-only (TFG_TEST_FAULT_ONNX=hardswish_rank2): the exported model's HardSwish nodes with
+    rank-2 outputs compute +0.25 (an Add after them), the others stay right: an ONNX model wrong
+    at one node, as an exporter or runtime defect would make it."""
+    fault = os.environ.get("TFG_TEST_FAULT_ONNX", "")
+    if not fault:
+        return
+    if fault != "hardswish_rank2":
+        raise SystemExit(f"TFG_TEST_FAULT_ONNX={fault}: unknown fault (known: hardswish_rank2)")
+    import onnx
+    from onnx import helper, numpy_helper
+    import numpy as np
+
+    model = onnx.shape_inference.infer_shapes(onnx.load(path))
+    ranks = {v.name: len(v.type.tensor_type.shape.dim) for v in
+             list(model.graph.value_info) + list(model.graph.output) if v.type.tensor_type.HasField("shape")}
+    nodes = []
+    for n in model.graph.node:
+        nodes.append(n)
+        if n.op_type == "HardSwish" and ranks.get(n.output[0]) == 2:
+            right = n.output[0] + "__tfg_right"
+            bias = n.output[0] + "__tfg_fault"
+            model.graph.initializer.append(numpy_helper.from_array(np.array(0.25, dtype=np.float32), bias))
+            wrong = n.output[0]
+            n.output[0] = right
+            add = helper.make_node("Add", [right, bias], [wrong], name=n.name + "__tfg_fault")
+            add.metadata_props.extend(n.metadata_props)  # exported from the same FX node
+            nodes.append(add)
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    onnx.save(model, path)
 
 
 def short_error(e):
@@ -251,10 +299,268 @@ def compile_aoti(ep, inputs, req):
     return result
 
 
+class Unsupported(Exception):
+    """Something the exporter or ONNX Runtime does not support: not run, not a finding."""
+
+
+class ExportFailed(Exception):
+    """torch.onnx.export failed on the program (its message is the exporter's error)."""
+
+
+# Messages of what is not supported, not broken: the exporter has no translation of an
+# operator; ONNX Runtime's CPU provider has no kernel for a type.
+UNSUPPORTED_EXPORT = ("No ONNX function found", "No decompositions registered", "Unsupported FX nodes")
+UNSUPPORTED_SESSION = ("NOT_IMPLEMENTED", "Could not find an implementation")
+
+_onnx_cache = {}  # (program bytes' digest, input shapes) -> (ONNX model bytes, export error, unsupported, ONNXProgram)
+
+
+def random_nodes(ep):
+    """The program's operators that draw random numbers (ONNX Runtime draws its own)."""
+    out = []
+    for n in ep.graph.nodes:
+        tags = getattr(n.target, "tags", ()) if n.op == "call_function" else ()
+        if torch.Tag.nondeterministic_seeded not in tags:
+            continue
+        name = str(n.target)
+        if "dropout" in name and len(n.args) >= 3 and (n.args[2] is False or n.args[1] == 0):
+            continue  # dropout(x, p, train) in eval or with p = 0: the identity
+        out.append(name)
+    return out
+
+
+def tensor_args(args):
+    flat, _ = torch.utils._pytree.tree_flatten(list(args))
+    return [a for a in flat if isinstance(a, torch.Tensor)]
+
+
+def onnx_ready(ep):
+    """The program as torch.export writes it for the exporter: tfg writes TorchScript's
+    `aten._convolution` (its import of traced models keeps it), which torch.export never emits and
+    the ONNX exporter does not translate; it becomes `aten.convolution` (the same computation:
+    the four flags it drops are backend hints). In place."""
+    aten = torch.ops.aten
+    changed = False
+    for n in ep.graph.nodes:
+        if n.op == "call_function" and n.target is aten._convolution.default:
+            n.target = aten.convolution.default
+            n.args = tuple(n.args[:9])
+            changed = True
+    if changed:
+        ep.graph_module.recompile()
+    return ep
+
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")  # the exporter colours its messages
+
+
+def onnx_error(e):
+    """The exporter's error: its headline and the first cause of its "Exception summary"."""
+    text = ANSI.sub("", str(e))
+    lines = [l.strip() for l in text.splitlines() if l.strip()]
+    head = f"{type(e).__name__}: {lines[0] if lines else ''}"
+    if "## Exception summary" in text:
+        tail = text.split("## Exception summary", 1)[1]
+        cause = next((l.strip() for l in tail.splitlines() if l.strip().startswith("<class")), "")
+        if cause:
+            head += " " + cause.replace("<class 'torch.onnx._internal.exporter._errors.", "<class '")
+    return head[:2000]
+
+
+def export_onnx(ep, args, req):
+    """The program as an ONNX file (cached per program and input shapes), or raises: Unsupported, or
+    the exporter's own exception (an exporter defect)."""
+    import hashlib
+
+    with open(req["model"], "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    key = (digest, tuple((tuple(t.shape), str(t.dtype)) for t in tensor_args(args)))
+    path = os.path.join(req["outputs"], "model.onnx")
+    if key in _onnx_cache:
+        model, error, unsupported, _ = _onnx_cache[key]
+        if model:
+            with open(path, "wb") as f:
+                f.write(model)
+    else:
+        model, error, unsupported, program = b"", "", False, None
+        try:
+            if any(t.dtype in (torch.bfloat16, torch.complex64, torch.complex128) for t in tensor_args(args)):
+                raise Unsupported("bfloat16 and complex inputs: numpy, through which ONNX Runtime's Python API "
+                                  "takes its inputs, has no such type")
+            drawn = random_nodes(ep)
+            if drawn:
+                raise Unsupported("the program draws random numbers (" + ", ".join(sorted(set(drawn))[:3]) +
+                                  "), which ONNX Runtime draws its own way: not compared")
+            program = torch.onnx.export(onnx_ready(ep), tuple(args), dynamo=True, verbose=False, report=False)
+            program.save(path)
+            install_onnx_fault(path)
+            with open(path, "rb") as f:
+                model = f.read()
+        except Unsupported as e:
+            error, unsupported = str(e), True
+        except Exception as e:  # noqa: BLE001 - the exporter's failure is a result
+            error = onnx_error(e)
+            unsupported = any(m in ANSI.sub("", str(e)) for m in UNSUPPORTED_EXPORT)
+            print("tfg_compiled_worker: onnx export:", file=sys.stderr)
+            traceback.print_exc(file=sys.stderr)
+        _onnx_cache.clear()  # one program at a time: its two configurations ask in turn
+        _onnx_cache[key] = (model, error, unsupported, program)
+    if unsupported:
+        raise Unsupported(error)
+    if error:
+        raise ExportFailed(error)
+    return path
+
+
+def run_onnx(config, ep, inputs, req):
+    result = {"config": config, "ok": False, "error": "", "wall_ms": 0.0, "prepare_ms": 0.0, "skipped": False,
+              "stage": "export"}
+    import onnxruntime as ort
+
+    warmup = int(req.get("warmup", 2))
+    try:
+        t0 = time.perf_counter()
+        try:
+            path = export_onnx(ep, inputs[0], req)
+        except ExportFailed as e:
+            if config != "onnxruntime":  # judged once, under onnxruntime
+                result.update(skipped=True, error=f"the export failed (judged under onnxruntime): {e}")
+            else:
+                result["error"] = str(e)
+            return result
+        result["stage"] = "session"
+        so = ort.SessionOptions()
+        so.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_DISABLE_ALL if config == "onnxruntime_noopt"
+                                       else ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
+        so.intra_op_num_threads = max(1, int(req.get("threads", 1)))
+        so.inter_op_num_threads = 1
+        try:
+            session = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+        except Exception as e:  # noqa: BLE001
+            if any(m in str(e) for m in UNSUPPORTED_SESSION):
+                raise Unsupported("ONNX Runtime's CPU provider: " + short_error(e)) from e
+            raise
+        names = [i.name for i in session.get_inputs()]
+        spec = ep.call_spec.out_spec
+
+        def call(args):
+            ts = tensor_args(args)
+            if len(ts) != len(names):
+                raise Unsupported(f"the ONNX model takes {len(names)} inputs, the program's call {len(ts)} tensors")
+            outs = session.run(None, {n: t.detach().contiguous().numpy() for n, t in zip(names, ts)})
+            outs = [torch.from_numpy(o.copy()) if hasattr(o, "dtype") else torch.tensor(o) for o in outs]
+            if spec is not None and spec.num_leaves == len(outs):
+                return torch.utils._pytree.tree_unflatten(outs, spec)
+            if spec is not None and spec.num_leaves != len(outs):
+                raise Unsupported(f"the ONNX model returns {len(outs)} values, the program {spec.num_leaves} "
+                                  "(non-tensor outputs)")
+            return tuple(outs)
+
+        result["stage"] = "run"
+        for _ in range(max(1, warmup)):
+            call(clone_args(inputs[0]))
+        result["prepare_ms"] = (time.perf_counter() - t0) * 1e3
+        args = [clone_args(x) for x in inputs]
+        t1 = time.perf_counter()
+        outs = [call(a) for a in args]
+        result["wall_ms"] = (time.perf_counter() - t1) * 1e3
+        out_path = os.path.join(req["outputs"], f"{config}.outputs.pt")
+        torch.save(outs, out_path)
+        result.update(outputs=out_path, ok=True, stage="")
+    except Unsupported as e:
+        result.update(skipped=True, stage="", error="unsupported: " + str(e))
+    except Exception as e:  # noqa: BLE001 - every failure of the framework is a result
+        result["error"] = short_error(e)
+        print(f"tfg_compiled_worker: {config}: {result['stage']}:", file=sys.stderr)
+        traceback.print_exc(file=sys.stderr)
+    return result
+
+
+def onnx_localise(ep, inputs, req):
+    """Where in the ONNX model a configuration's values first leave eager's: every value of the
+    exported model that carries the name of a node of the program (the exporter names values
+    after FX nodes) is made a graph output and compared with that node's eager value, in the
+    ONNX graph's order. The answer names the first ONNX node whose output diverges while its
+    mapped inputs agree, and the FX node it came from (its pkg.torch.onnx.fx_node metadata)."""
+    import onnx
+    import onnxruntime as ort
+
+    config = req.get("config", "onnxruntime")
+    args = inputs[0]
+    path = export_onnx(ep, args, req)
+    # Eager values of the nodes of the program the exporter translated (after its decompositions:
+    # functional, named as the ONNX values are), by name.
+    program = next(iter(_onnx_cache.values()))[3]
+    eager = {}
+
+    class Recorder(torch.fx.Interpreter):
+        def run_node(self, n):
+            out = super().run_node(n)
+            if isinstance(out, torch.Tensor):
+                eager[n.name] = out.detach().clone()
+            return out
+
+    with torch.no_grad():
+        Recorder((program.exported_program if program is not None else ep).module()).run(*clone_args(args))
+    model = onnx.shape_inference.infer_shapes(onnx.load(path))
+    typed = {v.name: v for v in model.graph.value_info}
+    final = [o.name for o in model.graph.output]
+    mapped = [name for name in typed if name in eager]
+    for name in mapped:
+        model.graph.output.append(typed[name])
+    so = ort.SessionOptions()
+    so.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_DISABLE_ALL if config == "onnxruntime_noopt"
+                                   else ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
+    so.intra_op_num_threads = max(1, int(req.get("threads", 1)))
+    session = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    names = [i.name for i in session.get_inputs()]
+    feeds = {n: t.detach().contiguous().numpy() for n, t in zip(names, tensor_args(args))}
+    got = dict(zip([o.name for o in session.get_outputs()], session.run(None, feeds)))
+
+    def diverges(name):
+        ref, mine = eager.get(name), got.get(name)
+        if ref is None or mine is None or not ref.is_floating_point() or tuple(ref.shape) != tuple(mine.shape):
+            return None  # not comparable
+        r, m = ref.double(), torch.from_numpy(mine.copy()).double()
+        if not bool(torch.isfinite(r).all()):
+            return None
+        scale = float(r.abs().max()) if r.numel() else 0.0
+        return bool((r - m).abs().max() > 1e-4 + 1e-3 * scale) or not bool(torch.isfinite(m).all())
+
+    fx_of = lambda n: next((p.value.split(" : ")[0].lstrip("%") for p in n.metadata_props
+                            if p.key == "pkg.torch.onnx.fx_node"), "")
+    target_of = lambda n: next((p.value.split("target=")[-1].split("]")[0] for p in n.metadata_props
+                                if p.key == "pkg.torch.onnx.fx_node" and "target=" in p.value), "")
+    for node in model.graph.node:
+        outs = [diverges(o) for o in node.output]
+        if not any(outs):
+            continue
+        ins = [diverges(i) for i in node.input]
+        if any(ins):
+            continue  # an input diverges already: not where it starts
+        fx = fx_of(node)
+        return {"onnx_node": node.name, "op_type": node.op_type, "fx_node": fx, "target": target_of(node),
+                "text": f"first diverging ONNX node: {node.op_type} `{node.name}`" +
+                        (f", exported from FX node `{fx}` ({target_of(node)})" if fx else ", no FX node recorded on it") +
+                        f" ({len(mapped)} of {len(typed)} ONNX values mapped to program nodes)"}
+    shown = any(diverges(o) for o in final if o in eager)
+    return {"text": ("no mapped ONNX value diverges, the outputs do" if shown else
+                     "with its intermediate values made outputs the ONNX model agrees with eager: the divergence needs "
+                     "a fusion or rewrite ONNX Runtime makes only where they stay internal") +
+                    f" ({len(mapped)} of {len(typed)} ONNX values mapped to program nodes; mapping lost)"}
+
+
 def handle(req):
     reply = {"id": req.get("id", -1), "ok": False, "torch": torch.__version__}
     if req.get("op") == "ping":
         reply.update(ok=True, pid=os.getpid())
+        return reply
+    if req.get("op") == "onnx_localise":
+        try:
+            ep = torch.export.load(req["model"])
+            reply.update(ok=True, **onnx_localise(ep, load_inputs(req["inputs"]), req))
+        except Exception as e:  # noqa: BLE001 - a localisation that fails says why
+            reply.update(ok=False, error=short_error(e))
         return reply
     torch.set_num_threads(max(1, int(req.get("threads", 1))))
     configs = req.get("configs") or list(FORWARD)
@@ -278,6 +584,9 @@ def handle(req):
     for c in configs:
         if c in PACKAGED:
             results.append(compile_aoti(ep, inputs, req))
+            continue
+        if c in ONNX:
+            results.append(run_onnx(c, ep, inputs, req))
             continue
         if c not in FORWARD and c not in GRADIENT:
             results.append({"config": c, "ok": False, "skipped": True, "stage": "load", "wall_ms": 0.0,

@@ -314,7 +314,10 @@ struct finding_filter {
   }
   for (std::size_t i = 0; i < reply.verdicts.size(); ++i) {
     const auto& v = reply.verdicts[i];
-    const auto kind = oracle::finding_kind_of(v.kind);
+    auto kind = oracle::finding_kind_of(v.kind);
+    // The configuration failed to export the model: the exporter's defect, its own kind.
+    if (kind == K::exception && v.message.rfind(v.config_b + ": " + std::string(oracle::export_failure_prefix), 0) == 0)
+      kind = K::export_failure;
     if (!kind || !filter.admits(*kind, v.config_a, v.config_b)) continue;
     const auto& at = attribution_of(i, *kind);
     // Ill-conditioned, or beyond the dtype's range: not a defect (docs/oracle.md).
@@ -323,7 +326,7 @@ struct finding_filter {
         std::find(conditioned_at.begin(), conditioned_at.end(), std::make_pair(at.position, *kind)) != conditioned_at.end())
       continue;
     std::string detail;
-    if (*kind == K::exception) detail = oracle::normalise_message(v.message);
+    if (*kind == K::exception || *kind == K::export_failure) detail = oracle::normalise_message(v.message);
     out.push_back({signature_of(*kind, v.config_a, v.config_b, at, std::move(detail)), v.message, at, &v});
   }
   if (perf)

@@ -879,7 +879,36 @@ class loop {
     finish_round(rec);
   }
 
+  /// The configurations the backend did not run on this mutant because they do not support it
+  /// (an operator an exporter cannot translate, a type a runtime lacks: "skipped: unsupported:
+  /// WHY"), in the round's extra_json "unsupported" {configuration: why}: counted and listed by
+  /// flowmut run, never findings.
+  static void record_not_run(const worker_reply& reply, round_record& rec) {
+    static constexpr std::string_view tag = "skipped: unsupported: ";
+    nlohmann::json why = nlohmann::json::object();
+    for (const auto& r : reply.results)
+      if (r.error.rfind(tag, 0) == 0) why[r.config] = first_line(r.error.substr(tag.size()));
+    if (why.empty()) return;
+    auto j = nlohmann::json::parse(rec.extra_json.empty() ? "{}" : rec.extra_json, nullptr, false);
+    if (j.is_discarded()) j = nlohmann::json::object();
+    j["unsupported"] = std::move(why);
+    rec.extra_json = j.dump();
+  }
+
   void finish_round(round_record rec) {
+    // A round whose every new finding proved flaky on its reruns (a hang of a busy machine, say)
+    // made no claim about the framework: legal, not "finding" (the findings table keeps them,
+    // status flaky).
+    if (rec.verdict == round_verdict::finding && !rec.reason.empty()) {
+      bool claim = false;
+      std::istringstream ids(rec.reason);
+      for (std::string id; std::getline(ids, id, ',');)
+        if (const auto f = store_->finding(id); !f || f->status != "flaky") claim = true;
+      if (!claim) {
+        rec.verdict = round_verdict::legal;
+        rec.reason = "flaky, not a finding: " + rec.reason;
+      }
+    }
     if (!switched_.empty()) notes_.insert(notes_.begin(), std::exchange(switched_, {}));
     if (!notes_.empty()) {
       auto j = nlohmann::json::parse(rec.extra_json.empty() ? "{}" : rec.extra_json, nullptr, false);
@@ -914,6 +943,7 @@ class loop {
     }
     const auto& reply = *out.reply;
     const auto& mm = Backend::mutant_model(mu);
+    record_not_run(reply, rec);
     // The reference configuration must run; its failure is a violated precondition (illegal)
     // unless the framework reports an internal assert (a finding).
     if (const auto ref_error = reference_error(reply); !ref_error.empty()) {

@@ -183,6 +183,7 @@ svg .ax{stroke:#888;stroke-width:1}pre{background:#f6f6f6;padding:8px;overflow-x
 struct report_result {
   std::filesystem::path html, jsonl, sarif;
   std::size_t findings = 0, rounds = 0, plots = 0;
+  std::size_t flaky = 0;  ///< of `findings`: did not reproduce on reruns (not claims about the framework)
 };
 
 /// Writes `dir/report.html`, `dir/findings.jsonl`, `dir/findings.sarif` and
@@ -202,6 +203,8 @@ inline report_result write_report(const std::filesystem::path& dir, const std::v
   const auto metrics = db.metrics();
   out.rounds = rounds.size();
   out.findings = findings.size();
+  out.flaky = static_cast<std::size_t>(
+      std::count_if(findings.begin(), findings.end(), [](const auto& f) { return f.status == "flaky"; }));
 
   // findings.jsonl: the row, plus what the finding folder adds (localisation, reduction).
   std::ostringstream jsonl;

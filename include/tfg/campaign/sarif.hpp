@@ -62,6 +62,7 @@ namespace sarif_detail {
     case finding_kind::performance: return "A performance anomaly between configurations.";
     case finding_kind::memory: return "A memory-safety error.";
     case finding_kind::nan_vanished: return "A NaN entered an operator documented to propagate it and did not come out.";
+    case finding_kind::export_failure: return "An exporter (torch.onnx.export) fails on a model eager execution runs.";
   }
   return "";
 }

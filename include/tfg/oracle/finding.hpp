@@ -39,13 +39,15 @@ enum class finding_kind : std::uint8_t {
   performance,    ///< a performance anomaly between configurations
   memory,         ///< memory-safety error (sanitizer report, double free, ...)
   nan_vanished,   ///< a NaN entered an operator documented to propagate it and did not come out
+  export_failure, ///< a configuration's exporter (torch.onnx.export) fails on a model eager runs
 };
 
 inline constexpr finding_kind all_finding_kinds[] = {
     finding_kind::crash,       finding_kind::abort,         finding_kind::exception,
     finding_kind::hang,        finding_kind::out_of_memory, finding_kind::nan_inf,
     finding_kind::numeric,     finding_kind::state,         finding_kind::metamorphic,
-    finding_kind::performance, finding_kind::memory,        finding_kind::nan_vanished};
+    finding_kind::performance, finding_kind::memory,        finding_kind::nan_vanished,
+    finding_kind::export_failure};
 
 /// The stable spelling used in keys, the store and reports ("crash", "out_of_memory", ...).
 [[nodiscard]] constexpr std::string_view to_string(finding_kind k) noexcept {
@@ -62,6 +64,7 @@ inline constexpr finding_kind all_finding_kinds[] = {
     case finding_kind::performance: return "performance";
     case finding_kind::memory: return "memory";
     case finding_kind::nan_vanished: return "nan_vanished";
+    case finding_kind::export_failure: return "export_failure";
   }
   return "unknown";
 }
@@ -73,6 +76,11 @@ inline constexpr finding_kind all_finding_kinds[] = {
     if (to_string(k) == s) return k;
   return std::nullopt;
 }
+
+/// The prefix of a configuration's error when its exporter failed (the configuration exports
+/// the model to another framework's format before running it: an exporter defect, not a
+/// runtime one).
+inline constexpr std::string_view export_failure_prefix = "export: ";
 
 /// The finding kind of a differential verdict (numeric, NaN/Inf, state, an error in one
 /// configuration); nullopt for verdicts that are not findings.
@@ -392,6 +400,11 @@ struct finding_signature {
       case finding_kind::metamorphic: t = "metamorphic violation" + at(); break;
       case finding_kind::performance: t = "performance anomaly" + at(); break;
       case finding_kind::nan_vanished: t = "NaN vanished" + at(); break;
+      case finding_kind::export_failure:
+        t = "export failure in " + (culprit_op.empty() ? std::string("unknown op") : culprit_op);
+        if (!detail.empty()) t += ": " + detail;
+        t += paren;
+        break;
     }
     for (char& c : t)
       if (c == '\n' || c == '\r' || c == '\t') c = ' ';

@@ -60,9 +60,13 @@ namespace tfg::torch {
 [[nodiscard]] inline const std::vector<std::string>& compiled_config_names() {
   static const std::vector<std::string> names{"aot_eager",        "inductor",          "inductor_freezing",
                                               "inductor_dynamic", "export_decomposed", "inductor_autograd",
-                                              "aoti"};
+                                              "aoti",             "onnxruntime",       "onnxruntime_noopt"};
   return names;
 }
+
+/// The configurations that export the mutant to ONNX (torch.onnx.export) and run it in ONNX
+/// Runtime: a second framework, run by the same Python worker.
+[[nodiscard]] inline bool is_onnx_config(std::string_view name) { return name.rfind("onnxruntime", 0) == 0; }
 
 [[nodiscard]] inline bool is_compiled_config(std::string_view name) {
   const auto& n = compiled_config_names();
@@ -225,6 +229,28 @@ inline void forward_log(const std::string& log) {
       return "the compiled worker script is missing (set TFG_COMPILED_WORKER; looked for `" + script + "`)";
     return "";
 #endif
+  }();
+  return why;
+}
+
+/// Why the ONNX configurations cannot run here ("" when they can): the compiled ones' reasons,
+/// or the Python lacks onnxruntime or onnxscript (torch.onnx.export's dynamo exporter).
+/// Looked up in the Python's site-packages, not imported (every process lists configurations).
+[[nodiscard]] inline const std::string& onnx_unavailable_reason() {
+  static const std::string why = [] () -> std::string {
+    if (const auto& w = unavailable_reason(); !w.empty()) return w;
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const auto python = python_path();
+    // <venv>/bin/python -> <venv>/lib/pythonX.Y/site-packages (the link is not followed: a
+    // venv's python is a link to the base interpreter).
+    const auto root = fs::path(python).parent_path().parent_path() / "lib";
+    for (const auto& e : fs::directory_iterator(root, ec)) {
+      const auto site = e.path() / "site-packages";
+      if (fs::exists(site / "onnxruntime" / "__init__.py", ec) && fs::exists(site / "onnxscript" / "__init__.py", ec))
+        return "";
+    }
+    return "the Python " + python + " has no onnxruntime and onnxscript (tools/setup-deps.sh installs them)";
   }();
   return why;
 }
@@ -424,6 +450,42 @@ inline void run_group(compiled_result& r, std::string_view name, const model& m,
 
 }  // namespace compiled_detail
 #endif  // TFG_HAS_PT2
+
+/// For a disagreement of the ONNX configuration `name` on `m`: where in the exported ONNX model
+/// its values first leave eager's, on the first input ("first diverging ONNX node: Add `n0_19`,
+/// exported from FX node `hardswish_18` (...)", or why the mapping is lost). The Python worker
+/// compares every ONNX value named after a node of the program the exporter translated with that
+/// node's eager value (tfg_compiled_worker.py, onnx_localise).
+[[nodiscard]] inline std::string onnx_localise(std::string_view name, const model& m, const input_set& inputs, int threads) {
+#if !TFG_HAS_PT2
+  (void)name, (void)m, (void)inputs, (void)threads;
+  return compiled_detail::unavailable_reason();
+#else
+  namespace fs = std::filesystem;
+  if (inputs.empty()) return "no input";
+  auto& proc = compiled_detail::process();
+  const auto dir = compiled_detail::work_dir();
+  const auto program = dir / "model.pt2", in_path = dir / "inputs.pt";
+  std::string text;
+  try {
+    save_pt2(m, inputs[0], program.string());
+    save_inputs(input_set{inputs[0]}, in_path);
+    const nlohmann::json req = {{"id", proc.next_id++}, {"op", "onnx_localise"}, {"config", std::string(name)},
+                                {"model", program.string()}, {"inputs", in_path.string()}, {"threads", threads},
+                                {"outputs", dir.string()}};
+    const auto reply = compiled_detail::exchange(req);
+    if (!reply) text = "not localised on the ONNX graph: " + reply.error();
+    else if (!reply->value("ok", false)) text = "not localised on the ONNX graph: " + reply->value("error", std::string("failed"));
+    else text = reply->value("text", std::string());
+  } catch (const std::exception& e) {
+    text = "not localised on the ONNX graph: " + first_line(e.what());
+  }
+  std::error_code ec;
+  fs::remove_all(proc.dir, ec);
+  proc.dir.clear();
+  return text;
+#endif
+}
 
 /// Runs `m` under the compiled configuration `name` on the first `max_inputs` of `inputs`
 /// (0: all), with `warmup` calls before timing (at least one: it compiles). Inputs of one shape

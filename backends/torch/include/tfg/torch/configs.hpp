@@ -375,6 +375,8 @@ class configuration_scope {
   const int hw = config_detail::hardware_threads();
   const bool compiled = compiled_available();
   const std::string why_compiled = compiled_detail::unavailable_reason();
+  const std::string why_onnx = compiled_detail::onnx_unavailable_reason();
+  const bool onnx = why_onnx.empty();
   return {
       {"eager_op_by_op", "op by op with tfg::torch::executor; the reference", true, "", ""},
       {"graph_executor",
@@ -429,6 +431,12 @@ class configuration_scope {
        "AOTInductor: the program compiled into a package by the Python worker (aoti_compile_and_package), loaded "
        "and run here in C++ by torch::inductor::AOTIModelPackageLoader, as a C++ deployment runs it",
        compiled, why_compiled, "eager_op_by_op"},
+      {"onnxruntime",
+       "the mutant's torch.export program exported to ONNX (torch.onnx.export, dynamo exporter) and run by ONNX "
+       "Runtime's CPU execution provider with its graph optimisations at their default level (Python worker)",
+       onnx, why_onnx, "eager_op_by_op"},
+      {"onnxruntime_noopt", "the same ONNX model run by ONNX Runtime with its graph optimisations off (Python worker)",
+       onnx, why_onnx, "eager_op_by_op"},
   };
 }
 

@@ -149,7 +149,7 @@ struct reduce_outcome {
 /// performance and metamorphic findings (seed against mutant) are not reduced.
 [[nodiscard]] inline bool reducible_kind(std::string_view kind) {
   return kind == "numeric" || kind == "nan_inf" || kind == "exception" || kind == "state" || kind == "crash" ||
-         kind == "abort";
+         kind == "abort" || kind == "export_failure";
 }
 
 /// Reduces the finding in `dir` (`DIR/findings/ID`). Each try is a finding folder of its own

@@ -459,6 +459,37 @@ def run(config, args):
             for _ in range(2):
                 fn(*clone(args))
             return leaves(fn(*args))
+    if config in ("onnxruntime", "onnxruntime_noopt"):
+        # As flowmut runs them: torch.onnx.export of the exported program (dynamo exporter), then
+        # ONNX Runtime's CPU provider with its graph optimisations at the default level (ALL) or
+        # off. Triage by flowmut (docs/reproducers.md): TFG_ORT_LEVEL (disable, basic, extended,
+        # layout, all) and TFG_ORT_DISABLED (optimiser names, comma-separated) change the session;
+        # neither is set when you run this file.
+        import tempfile
+        import onnxruntime as ort
+        m = Repro(CONSTANTS).eval()
+        ep = torch.export.export(m, tuple(clone(args)))
+        # As flowmut's worker does: TorchScript's aten._convolution (kept by tfg's import of traced
+        # models), which the ONNX exporter does not translate, as the aten.convolution it computes.
+        for n in ep.graph.nodes:
+            if n.op == "call_function" and n.target is torch.ops.aten._convolution.default:
+                n.target, n.args = torch.ops.aten.convolution.default, tuple(n.args[:9])
+        ep.graph_module.recompile()
+        path = os.path.join(tempfile.mkdtemp(), "model.onnx")
+        torch.onnx.export(ep, tuple(clone(args)), dynamo=True, verbose=False, report=False).save(path)
+        levels = {"disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL, "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+                  "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+                  "layout": getattr(ort.GraphOptimizationLevel, "ORT_ENABLE_LAYOUT", ort.GraphOptimizationLevel.ORT_ENABLE_ALL),
+                  "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL}
+        so = ort.SessionOptions()
+        so.graph_optimization_level = levels[os.environ.get("TFG_ORT_LEVEL") or
+                                             ("disable" if config == "onnxruntime_noopt" else "all")]
+        so.intra_op_num_threads = 1
+        disabled = [d for d in (os.environ.get("TFG_ORT_DISABLED") or "").split(",") if d]
+        session = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"], disabled_optimizers=disabled)
+        feeds = {i.name: t.detach().contiguous().numpy()
+                 for i, t in zip(session.get_inputs(), [a for a in leaves(list(args))])}
+        return [torch.from_numpy(o.copy()) for o in session.run(None, feeds)]
     if config in ("aot_eager", "inductor", "inductor_freezing", "inductor_dynamic", "inductor_autograd",
                   "export_decomposed"):
         # As flowmut's compiled worker runs them (backends/torch/python/tfg_compiled_worker.py).
@@ -593,7 +624,7 @@ def main():
                 show(config, outs)
         for config, e in errors.items():
             print("  %-18s raised: %s" % (config, e))
-        if KIND == "exception":
+        if KIND in ("exception", "export_failure"):
             failed = [c for c in (CONFIG_A, CONFIG_B) if c in errors]
             if len(failed) == 1 and (not EXPECT or EXPECT in errors[failed[0]] or errors[failed[0]] in EXPECT):
                 reproduced = True

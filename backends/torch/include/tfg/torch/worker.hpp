@@ -380,6 +380,12 @@ struct float64_judgement {
       v.message = "random number generator consumption differs between " + a->first + " and " + c;
     }
     agrees[c] = !v.finding() && b->second.ok();
+    if ((v.kind == oracle::verdict_kind::numeric_mismatch || v.kind == oracle::verdict_kind::nan_inf_mismatch) &&
+        is_onnx_config(c)) {
+      // Where in the ONNX model (the bisection over cuts names the TFG operator).
+      worker_detail::write_current(st, {{"id", req.id}, {"model", req.model}, {"config", c + "+localise"}, {"pid", ::getpid()}});
+      v.message += "\nONNX: " + onnx_localise(c, m, *inputs, ro.threads);
+    }
     if (v.finding() && is_inductor_config(c) && c != "inductor_autograd") {
       // Which backend breaks (PyTorch's triage): the same graph capture and AOTAutograd without
       // Inductor (aot_eager) against the same reference. Judged after this loop when aot_eager

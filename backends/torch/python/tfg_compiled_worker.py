@@ -322,10 +322,20 @@ def random_nodes(ep):
         tags = getattr(n.target, "tags", ()) if n.op == "call_function" else ()
         if torch.Tag.nondeterministic_seeded not in tags:
             continue
-        name = str(n.target)
-        if "dropout" in name and len(n.args) >= 3 and (n.args[2] is False or n.args[1] == 0):
-            continue  # dropout(x, p, train) in eval or with p = 0: the identity
-        out.append(name)
+        # The arguments by name (the schema's defaults filled in): a dropout in eval mode or with
+        # probability 0 (dropout(x, p, train), scaled_dot_product_attention's dropout_p) draws nothing.
+        args = {}
+        schema = getattr(n.target, "_schema", None)
+        for i, a in enumerate(schema.arguments if schema is not None else ()):
+            if i < len(n.args):
+                args[a.name] = n.args[i]
+            elif a.name in n.kwargs:
+                args[a.name] = n.kwargs[a.name]
+            elif a.has_default_value():
+                args[a.name] = a.default_value
+        if args.get("train") is False or args.get("p") == 0 or args.get("dropout_p") == 0:
+            continue
+        out.append(str(n.target))
     return out
 
 

@@ -403,11 +403,20 @@ def export_onnx(ep, args, req):
                                   "), which ONNX Runtime draws its own way: not compared")
             program = torch.onnx.export(onnx_ready(ep), tuple(args), dynamo=True, verbose=False, report=False)
             program.save(path)
+            # A model the ONNX checker refuses (types an operator's schema does not allow, attributes
+            # that fail shape inference) is the exporter's defect, not the runtime's.
+            import onnx
+            try:
+                onnx.checker.check_model(path, full_check=True)
+            except Exception as e:  # noqa: BLE001
+                raise ExportFailed("the exporter wrote an invalid ONNX model: " + short_error(e)) from e
             install_onnx_fault(path)
             with open(path, "rb") as f:
                 model = f.read()
         except Unsupported as e:
             error, unsupported = str(e), True
+        except ExportFailed as e:
+            error = str(e)
         except Exception as e:  # noqa: BLE001 - the exporter's failure is a result
             error = onnx_error(e)
             unsupported = any(m in ANSI.sub("", str(e)) for m in UNSUPPORTED_EXPORT)
@@ -452,6 +461,9 @@ def run_onnx(config, ep, inputs, req):
             raise
         names = [i.name for i in session.get_inputs()]
         spec = ep.call_spec.out_spec
+        if any(o.type == "tensor(bfloat16)" for o in session.get_outputs()):
+            raise Unsupported("bfloat16 outputs: numpy, through which ONNX Runtime's Python API returns them, has "
+                              "no such type")
 
         def call(args):
             ts = tensor_args(args)

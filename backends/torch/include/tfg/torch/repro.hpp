@@ -477,6 +477,12 @@ def run(config, args):
         ep.graph_module.recompile()
         path = os.path.join(tempfile.mkdtemp(), "model.onnx")
         torch.onnx.export(ep, tuple(clone(args)), dynamo=True, verbose=False, report=False).save(path)
+        # As the worker does: a model the ONNX checker refuses is the exporter's defect.
+        import onnx
+        try:
+            onnx.checker.check_model(path, full_check=True)
+        except Exception as e:
+            raise RuntimeError("the exporter wrote an invalid ONNX model: " + str(e)) from e
         levels = {"disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL, "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
                   "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
                   "layout": getattr(ort.GraphOptimizationLevel, "ORT_ENABLE_LAYOUT", ort.GraphOptimizationLevel.ORT_ENABLE_ALL),

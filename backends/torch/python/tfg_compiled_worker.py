@@ -431,11 +431,27 @@ def export_onnx(ep, args, req):
     return path
 
 
+def ort_session(model, config, req):
+    """An ONNX Runtime session of `model` (a path or the serialised model) as `config` runs it: the
+    CPU provider, graph optimisations at their default level (ALL) or off, the request's threads."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_DISABLE_ALL if config == "onnxruntime_noopt"
+                                   else ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
+    so.intra_op_num_threads = max(1, int(req.get("threads", 1)))
+    so.inter_op_num_threads = 1
+    return ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+
+
+def ort_feeds(session, tensors):
+    """The session's inputs, in order, from the call's tensors."""
+    return {i.name: t.detach().contiguous().numpy() for i, t in zip(session.get_inputs(), tensors)}
+
+
 def run_onnx(config, ep, inputs, req):
     result = {"config": config, "ok": False, "error": "", "wall_ms": 0.0, "prepare_ms": 0.0, "skipped": False,
               "stage": "export"}
-    import onnxruntime as ort
-
     warmup = int(req.get("warmup", 2))
     try:
         t0 = time.perf_counter()
@@ -448,13 +464,8 @@ def run_onnx(config, ep, inputs, req):
                 result["error"] = str(e)
             return result
         result["stage"] = "session"
-        so = ort.SessionOptions()
-        so.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_DISABLE_ALL if config == "onnxruntime_noopt"
-                                       else ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
-        so.intra_op_num_threads = max(1, int(req.get("threads", 1)))
-        so.inter_op_num_threads = 1
         try:
-            session = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+            session = ort_session(path, config, req)
         except Exception as e:  # noqa: BLE001
             if any(m in str(e) for m in UNSUPPORTED_SESSION):
                 raise Unsupported("ONNX Runtime's CPU provider: " + short_error(e)) from e
@@ -469,7 +480,7 @@ def run_onnx(config, ep, inputs, req):
             ts = tensor_args(args)
             if len(ts) != len(names):
                 raise Unsupported(f"the ONNX model takes {len(names)} inputs, the program's call {len(ts)} tensors")
-            outs = session.run(None, {n: t.detach().contiguous().numpy() for n, t in zip(names, ts)})
+            outs = session.run(None, ort_feeds(session, ts))
             outs = [torch.from_numpy(o.copy()) if hasattr(o, "dtype") else torch.tensor(o) for o in outs]
             if spec is not None and spec.num_leaves == len(outs):
                 return torch.utils._pytree.tree_unflatten(outs, spec)
@@ -505,7 +516,6 @@ def onnx_localise(ep, inputs, req):
     ONNX graph's order. The answer names the first ONNX node whose output diverges while its
     mapped inputs agree, and the FX node it came from (its pkg.torch.onnx.fx_node metadata)."""
     import onnx
-    import onnxruntime as ort
 
     config = req.get("config", "onnxruntime")
     args = inputs[0]
@@ -530,14 +540,8 @@ def onnx_localise(ep, inputs, req):
     mapped = [name for name in typed if name in eager]
     for name in mapped:
         model.graph.output.append(typed[name])
-    so = ort.SessionOptions()
-    so.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_DISABLE_ALL if config == "onnxruntime_noopt"
-                                   else ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
-    so.intra_op_num_threads = max(1, int(req.get("threads", 1)))
-    session = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
-    names = [i.name for i in session.get_inputs()]
-    feeds = {n: t.detach().contiguous().numpy() for n, t in zip(names, tensor_args(args))}
-    got = dict(zip([o.name for o in session.get_outputs()], session.run(None, feeds)))
+    session = ort_session(model.SerializeToString(), config, req)
+    got = dict(zip([o.name for o in session.get_outputs()], session.run(None, ort_feeds(session, tensor_args(args)))))
 
     def diverges(name):
         ref, mine = eager.get(name), got.get(name)

@@ -89,21 +89,37 @@ const std::vector<std::string>& ort_optimisers() {
   return names;
 }
 
+/// A triage's deadline and its runs of repro.py under a changed environment.
+struct triage_runner {
+  fs::path dir;
+  std::string python;
+  int run_timeout_s;
+  std::chrono::steady_clock::time_point deadline;
+
+  [[nodiscard]] int left_s() const {
+    return static_cast<int>(
+        std::chrono::duration_cast<std::chrono::seconds>(deadline - std::chrono::steady_clock::now()).count());
+  }
+  /// repro.py run with `env` (NAME=value words for env(1)), its output in `log`: true when it
+  /// says REPRODUCED, false when NOT REPRODUCED; nothing when it says neither (an error, a
+  /// timeout) or the budget is spent.
+  [[nodiscard]] std::optional<bool> reproduces(const std::string& env, const std::string& log) const {
+    if (left_s() < 5) return std::nullopt;
+    const auto st = run_reproducer(dir, "env " + env + " '" + python + "' repro.py", log, std::min(left_s(), run_timeout_s));
+    if (st == "REPRODUCED") return true;
+    if (st == "NOT REPRODUCED") return false;
+    return std::nullopt;
+  }
+};
+
 /// For an onnxruntime finding that reproduces on plain packages: the lowest ONNX Runtime graph
 /// optimisation level that shows it, and the optimisers whose disabling alone makes it go away
 /// (repro.py reads TFG_ORT_LEVEL and TFG_ORT_DISABLED).
 nlohmann::json onnxruntime_triage(const fs::path& dir, const std::string& python, int run_timeout_s,
                                   std::chrono::steady_clock::time_point deadline) {
-  namespace chr = std::chrono;
   nlohmann::json out = {{"complete", false}};
-  const auto left_s = [&] { return static_cast<int>(chr::duration_cast<chr::seconds>(deadline - chr::steady_clock::now()).count()); };
-  auto shows = [&](const std::string& env) -> std::optional<bool> {
-    if (left_s() < 5) return std::nullopt;
-    const auto st = run_reproducer(dir, "env " + env + " '" + python + "' repro.py", "triage_ort.log", std::min(left_s(), run_timeout_s));
-    if (st == "REPRODUCED") return true;
-    if (st == "NOT REPRODUCED") return false;
-    return std::nullopt;
-  };
+  const triage_runner run{dir, python, run_timeout_s, deadline};
+  auto shows = [&](const std::string& env) { return run.reproduces(env, "triage_ort.log"); };
   std::printf("onnxruntime triage:");
   std::fflush(stdout);
   std::string level;
@@ -153,10 +169,10 @@ nlohmann::json onnxruntime_triage(const fs::path& dir, const std::string& python
 
 nlohmann::json inductor_triage(const fs::path& dir, const std::string& python, const std::string& config,
                                int run_timeout_s, std::chrono::steady_clock::time_point deadline) {
-  namespace chr = std::chrono;
   nlohmann::json out = {{"complete", false}};
   const auto cache = dir / "triage_cache";
-  const auto left_s = [&] { return static_cast<int>(chr::duration_cast<chr::seconds>(deadline - chr::steady_clock::now()).count()); };
+  const triage_runner run{dir, python, run_timeout_s, deadline};
+  const auto left_s = [&] { return run.left_s(); };
   const std::string env = "TORCHINDUCTOR_CACHE_DIR='" + cache.string() + "' ";
   std::printf("inductor triage:");
   std::fflush(stdout);
@@ -188,13 +204,11 @@ nlohmann::json inductor_triage(const fs::path& dir, const std::string& python, c
     std::fflush(stdout);
   }
   // 2. The smallest flag set that flips it.
+  // Nothing: the flag does not apply here (an error, a timeout).
   auto flips = [&](const nlohmann::json& set) -> std::optional<bool> {
-    if (left_s() < 5) return std::nullopt;
-    const std::string cmd = "env " + env + "TFG_INDUCTOR_FLAGS='" + set.dump() + "' '" + python + "' repro.py";
-    const auto st = run_reproducer(dir, cmd, "triage_flags.log", std::min(left_s(), run_timeout_s));
-    if (st == "NOT REPRODUCED") return true;
-    if (st == "REPRODUCED") return false;
-    return std::nullopt;  // the flag does not apply here (an error, a timeout)
+    const auto r = run.reproduces(env + "TFG_INDUCTOR_FLAGS='" + set.dump() + "'", "triage_flags.log");
+    if (!r) return std::nullopt;
+    return !*r;
   };
   auto flags = triage_flags();
   if (config == "inductor_freezing") flags.insert(flags.begin(), {"freezing", false});

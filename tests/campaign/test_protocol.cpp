@@ -48,7 +48,9 @@ TEST_CASE("protocol: a reply with results, verdicts and labels round-trips; infi
   worker_reply r;
   r.id = 3;
   r.ok = true;
-  r.results = {{"eager_op_by_op", true, "", 12.5, 1.0}, {"frozen_optimized", false, "boom", 0, 3.0}};
+  r.results = {{"eager_op_by_op", true, "", 12.5, 1.0},
+               {"frozen_optimized", false, "boom", 0, 3.0},
+               {"onnxruntime", false, "skipped: unsupported: ONNX Runtime's CPU provider: no Tanh(14) for double", 0, 9.0, true}};
   tfg::oracle::verdict v;
   v.kind = tfg::oracle::verdict_kind::nan_inf_mismatch;
   v.config_a = "eager_op_by_op";
@@ -67,6 +69,8 @@ TEST_CASE("protocol: a reply with results, verdicts and labels round-trips; infi
   REQUIRE(back);
   CHECK(back->ok);
   CHECK(back->results == r.results);
+  CHECK(back->results.at(2).unsupported);  // counted and listed by the campaign, never judged
+  CHECK_FALSE(back->results.at(1).unsupported);
   REQUIRE(back->verdicts.size() == 1);
   const auto& w = back->verdicts[0];
   CHECK(w.kind == v.kind);

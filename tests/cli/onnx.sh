@@ -7,8 +7,9 @@
 # hardswish by bisection over cuts of the mutant (each cut exported and run in ONNX Runtime) and
 # to the faulty ONNX node on the exported graph (its values against eager's, node by node),
 # reduced to a repro.py that exports with torch.onnx and runs ONNX Runtime on plain packages (no
-# fault there: NOT REPRODUCED) and an issue.md that names ONNX Runtime as the component; without
-# the fault a 1-round campaign on the bundled seed under both ONNX configurations reports nothing.
+# fault there: NOT REPRODUCED) and an issue.md that names ONNX Runtime as the component; where
+# plain ONNX Runtime has a fault in one optimiser, the triage names the level and the optimiser;
+# without the fault a 1-round campaign on the bundled seed under both ONNX configurations reports nothing.
 # Usage: onnx.sh FLOWMUT ZOO_DIR WORK
 set -euo pipefail
 FLOWMUT=$1; ZOO=$2; WORK=$3
@@ -54,6 +55,24 @@ grep -q "^### Component" "$D/issue.md" && grep -q "ONNX Runtime (CPU execution p
   || fail "issue.md does not name ONNX Runtime as the component"
 grep -q "^onnxruntime 1\." "$D/issue.md" || fail "issue.md does not give onnxruntime's version"
 echo "ok   repro.py on plain packages: NOT REPRODUCED (the fault is tfg's); issue.md names ONNX Runtime"
+
+# The same finding where plain ONNX Runtime has a fault (a test-only sitecustomize: a session of a
+# model with a HardSwish node returns wrong values at optimisation level extended or above unless
+# ConvActivationFusion is disabled): repro.py reproduces it, and flowmut's ONNX Runtime triage
+# names the lowest level that shows it and the one optimiser whose disabling makes it go away.
+TFG_TEST_FAULT_ORT=1 PYTHONPATH="$SRC/tests/data/fault_onnxruntime" "$FLOWMUT" reduce "$D" \
+  > "$WORK/triage.out" 2>&1 || { rc=$?; cat "$WORK/triage.out"; fail "flowmut reduce with the fault in ONNX Runtime exited $rc"; }
+tail -1 "$D/repro.log" | grep -qx "REPRODUCED" || { cat "$D/repro.log"; fail "repro.py did not reproduce with the fault in ONNX Runtime"; }
+"$PY" - "$D/meta.json" <<'PY' || { cat "$WORK/triage.out"; fail "the triage did not find the faulty optimiser"; }
+import json, sys
+t = json.load(open(sys.argv[1]))["reduction"]["onnxruntime"]
+assert t["level"] == "extended", t
+assert t["disabling_flips"] == ["ConvActivationFusion"], t
+assert t["optimisers_tried"] >= 30 and t["complete"], t
+PY
+grep -q "^### Which ONNX Runtime optimisation" "$D/issue.md" && grep -q "Disabling \`ConvActivationFusion\` alone" "$D/issue.md" \
+  || fail "issue.md does not name the optimiser"
+echo "ok   ONNX Runtime triage: $(grep '^onnxruntime triage' "$WORK/triage.out")"
 
 # Without the fault: the bundled seed and one mutant agree under both ONNX configurations.
 "$FLOWMUT" run --reduce-budget 0 "$SRC/tests/data/tiny_mix.pt" --rounds 1 --config eager_op_by_op \

@@ -29,7 +29,7 @@ Configurations (the same names as `flowmut configs`):
 Request: {"id", "op": "run"|"ping", "model": PROGRAM.pt2, "inputs": INPUTS.pt, "configs": [NAME],
   "threads", "warmup", "max_inputs", "outputs": DIR, "flags": {inductor config name: value}}
 Reply: {"id", "ok", "error", "torch": version, "results": [{"config", "ok", "error", "wall_ms",
-  "prepare_ms", "outputs": FILE, "skipped", "stage"}]} (aoti: "package": FILE and "out_paths": the
+  "prepare_ms", "outputs": FILE, "skipped", "unsupported", "stage"}]} (aoti: "package": FILE and "out_paths": the
   output leaves' paths as tfg names them, "" for a bare tensor, "1.0" for element 0 of element 1,
   instead of "outputs")
 `stage` says where a failure happened: "load" (the program does not load: tfg's own export, the
@@ -37,8 +37,8 @@ configuration is skipped, not judged), "compile" (the first call, which compiles
 for the ONNX configurations also "export" (torch.onnx.export failed on a program eager runs: an
 exporter defect) and "session" (ONNX Runtime refused the exported model). What the exporter or
 ONNX Runtime does not support (an operator without an ONNX translation, a kernel ONNX Runtime's
-CPU provider lacks, bfloat16 tensors numpy cannot hold) is "skipped" with "unsupported": the
-reason, never a finding. One export serves both ONNX configurations of a program (the second
+CPU provider lacks, bfloat16 tensors numpy cannot hold) is "skipped" and "unsupported", the error
+"unsupported: " and the reason: never a finding. One export serves both ONNX configurations of a program (the second
 reuses the first's model or its export failure, which is judged once, under `onnxruntime`).
 Random numbers: the default generator is seeded as the C++ worker seeds it before every
 configuration, and torch._inductor.config.fallback_random makes Inductor draw them as eager does.
@@ -501,7 +501,7 @@ def run_onnx(config, ep, inputs, req):
         torch.save(outs, out_path)
         result.update(outputs=out_path, ok=True, stage="")
     except Unsupported as e:
-        result.update(skipped=True, stage="", error="unsupported: " + str(e))
+        result.update(skipped=True, unsupported=True, stage="", error="unsupported: " + str(e))
     except Exception as e:  # noqa: BLE001 - every failure of the framework is a result
         result["error"] = short_error(e)
         print(f"tfg_compiled_worker: {config}: {result['stage']}:", file=sys.stderr)

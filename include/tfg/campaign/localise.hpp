@@ -8,9 +8,9 @@
 ///  - op-by-op pairs (both configurations run the model op by op): one `trace` request; the
 ///    worker compares every edge (3 configuration runs);
 ///  - graph-level pairs (graph executor, frozen + optimize_for_inference, autograd through the
-///    graph executor) and process-level failures: a bisection over the execution order of the
-///    diverging outputs' cone with `cut` requests (the model cut at an edge, that edge its
-///    output). The first probe is the cut at the outputs themselves: when the divergence
+///    graph executor, the compiled and ONNX configurations) and process-level failures: a
+///    bisection over the diverging outputs' cone, a DAG, with `cut` requests (the model cut at
+///    an edge, that edge its output; a cut diverges when its cone holds the culprit). The first probe is the cut at the outputs themselves: when the divergence
 ///    vanishes there, an optimisation across the cut changed what the configuration does and
 ///    the result says so. After the bisection one more probe checks the culprit's inputs: when
 ///    one of them diverges, the search continues below it. About log2(n) + 3 steps;
@@ -127,7 +127,14 @@ class localiser {
       if (l.conditioned) out.note = l.note;
       return out;
     }
-    // Bisection over the cone of the diverging outputs, in execution order.
+    // Bisection over the cone of the diverging outputs: a search over the DAG. `live` holds
+    // the candidates that may still be the culprit: the ancestors of the lowest cut known to
+    // diverge (`top`), less the ancestors of every cut that did not. Each probe cuts the live
+    // node whose live ancestors are closest to half of them; a diverging cut becomes `top`, a
+    // clean one removes its ancestors. Cutting at a position in execution order instead (a
+    // bisection over positions) assumes every later cut contains the culprit: a node of an
+    // independent branch (BERT's attention mask after a pooling inserted on the hidden states)
+    // cut clean and moved the search past the culprit, onto an unrelated later operator.
     const auto cands = candidates(outputs);
     if (cands.empty()) {
       out.note = "no operator produces the diverging outputs";
@@ -162,39 +169,95 @@ class localiser {
       last_ = l;
       return std::any_of(l.diverges.begin(), l.diverges.end(), [](auto d) { return d != 0; });
     };
-    // The cut at the last candidate (the outputs' producers) must show the divergence.
-    std::size_t hi = cands.size() - 1;
+    auto cut_at = [](std::size_t pos) { return std::vector<cut_edge>{{static_cast<std::uint32_t>(pos), -1}}; };
+    // The cut at the outputs' producers must show the divergence: the first that does is `top`.
+    std::vector<std::size_t> producers;
+    for (auto e : outputs)
+      if (auto p = g_.producer(e); p != graph::no_node && std::ranges::binary_search(cands, pos_[graph::index(p)]))
+        producers.push_back(pos_[graph::index(p)]);
+    std::ranges::sort(producers);
+    producers.erase(std::unique(producers.begin(), producers.end()), producers.end());
+    if (producers.empty()) producers.push_back(cands.back());
+    std::size_t top = producers.front();
+    std::optional<campaign::located> found;
     {
-      const auto d = probe({{static_cast<std::uint32_t>(cands[hi]), -1}});
-      if (!d) return out;
-      if (!*d) {
+      bool any = false;
+      if (crash || producers.size() == 1) {  // a crash cannot say which of several edges crashed
+        for (auto p : producers) {
+          const auto d = probe(cut_at(p));
+          if (!d) return out;
+          if (*d) {
+            top = p;
+            any = true;
+            break;
+          }
+        }
+      } else {
+        std::vector<cut_edge> all;
+        for (auto p : producers) all.push_back({static_cast<std::uint32_t>(p), -1});
+        const auto d = probe(all);
+        if (!d) return out;
+        for (std::size_t k = 0; k < producers.size() && k < last_.diverges.size(); ++k)
+          if (last_.diverges[k]) {
+            top = producers[k];
+            any = true;
+            break;
+          }
+        if (any && !crash) {  // describe `top` by its own cut
+          const auto again = probe(cut_at(top));
+          if (!again) return out;
+          any = *again;
+        }
+      }
+      if (!any) {
         out.note = "the divergence vanishes when the model is cut at its output's producer: an optimisation across "
                    "the cut (fusion of what follows) changes what the configuration does; not localised";
-        out.position = static_cast<std::int64_t>(cands[hi]);
+        out.position = static_cast<std::int64_t>(producers.back());
         return out;
       }
+      if (!crash) found = last_;
     }
-    std::optional<campaign::located> found = last_;
+    std::vector<char> live = ancestors(top, cands);
     for (int attempt = 0; attempt < 3; ++attempt) {
-      std::size_t lo = 0;
-      while (lo < hi) {
-        const std::size_t mid = lo + (hi - lo) / 2;
-        const auto d = probe({{static_cast<std::uint32_t>(cands[mid]), -1}});
+      for (;;) {
+        std::size_t n_live = 0;
+        for (auto c : cands) n_live += live[c] ? 1 : 0;
+        if (n_live <= 1) break;
+        // The live node whose live ancestors (itself included) are closest to half the live set.
+        std::size_t best = top;
+        std::size_t best_gap = n_live + 1;
+        for (auto c : cands) {
+          if (!live[c] || c == top) continue;
+          const auto a = ancestors(c, cands);
+          std::size_t inside = 0;
+          for (auto x : cands) inside += (live[x] && a[x]) ? 1 : 0;
+          const auto gap = inside * 2 > n_live ? inside * 2 - n_live : n_live - inside * 2;
+          if (gap < best_gap || (gap == best_gap && c < best)) {
+            best_gap = gap;
+            best = c;
+          }
+        }
+        const auto d = probe(cut_at(best));
         if (!d) return out;
+        const auto a = ancestors(best, cands);
         if (*d) {
-          hi = mid;
-          found = last_;
+          top = best;
+          if (!crash) found = last_;
+          for (auto c : cands) live[c] = live[c] && a[c];
         } else {
-          lo = mid + 1;
+          for (auto c : cands)
+            if (a[c]) live[c] = 0;
         }
       }
       // Check the culprit's inputs: they must agree.
-      const auto culprit = order_at(cands[hi]);
+      const auto culprit = order_at(top);
       std::vector<cut_edge> ins;
       std::vector<std::size_t> producer_index;
+      // Only inputs computed from the graph's inputs can differ: a constant or a parameter
+      // (a node without inputs) is the same value in both configurations.
       for (auto e : g_.inputs(culprit)) {
         const auto p = g_.producer(e);
-        if (p == graph::no_node || !is_tensor_(e)) continue;
+        if (p == graph::no_node || !is_tensor_(e) || !std::ranges::binary_search(cands, pos_[graph::index(p)])) continue;
         ins.push_back({static_cast<std::uint32_t>(pos_[graph::index(p)]), static_cast<std::int32_t>(g_.producer_slot(e))});
         producer_index.push_back(pos_[graph::index(p)]);
       }
@@ -208,24 +271,36 @@ class localiser {
         out.confirmed = true;
         break;
       }
-      // An input diverges: continue below the earliest diverging input's producer.
-      std::size_t bound = cands[hi];
+      // An exception fails a cut of several edges as a whole: which input fails is asked one
+      // by one (an exporter's error on BERT marked a linear's weight and bias too).
+      if (ins.size() > 1 && last_.divergence.kind == oracle::verdict_kind::error_in_one) {
+        std::vector<std::uint8_t> each(ins.size(), 0);
+        for (std::size_t k = 0; k < ins.size(); ++k) {
+          const auto dk = probe({ins[k]});
+          if (!dk) return out;
+          each[k] = *dk ? 1 : 0;
+        }
+        last_.diverges = each;
+      }
+      // An input diverges although a clean cut above it said otherwise (what is optimised
+      // across a cut depends on the cut): continue from the earliest diverging input.
+      std::size_t bound = top;
       for (std::size_t k = 0; k < ins.size(); ++k)
         if (k < last_.diverges.size() && last_.diverges[k]) bound = std::min(bound, producer_index[k]);
-      const auto it = std::upper_bound(cands.begin(), cands.end(), bound);
-      if (it == cands.begin()) break;
-      hi = static_cast<std::size_t>(std::distance(cands.begin(), it)) - 1;
-      if (cands[hi] != bound) {
+      if (bound == top) break;
+      if (!std::ranges::binary_search(cands, bound)) {
         out.note = "a diverging input comes from outside the outputs' cone";
         break;
       }
-      // Re-probe the new upper bound so `found` describes it.
-      const auto again = probe({{static_cast<std::uint32_t>(cands[hi]), -1}});
+      top = bound;
+      live = ancestors(top, cands);
+      // Re-probe the new top so `found` describes it.
+      const auto again = probe(cut_at(top));
       if (!again) return out;
       if (*again) found = last_;
     }
-    out.position = static_cast<std::int64_t>(cands[hi]);
-    out.node = order_at(cands[hi]);
+    out.position = static_cast<std::int64_t>(top);
+    out.node = order_at(top);
     out.op = kind_(out.node);
     out.localised = true;
     if (found) {
@@ -237,6 +312,29 @@ class localiser {
   }
 
  private:
+  /// By topological position: 1 for the candidates among `pos`'s ancestors, `pos` included.
+  [[nodiscard]] std::vector<char> ancestors(std::size_t pos, const std::vector<std::size_t>& cands) const {
+    std::vector<char> seen(g_.node_capacity(), 0);
+    std::vector<char> out(pos_.empty() ? 0 : order_size(), 0);
+    std::vector<graph::node_id> stack{order_at(pos)};
+    while (!stack.empty()) {
+      const auto n = stack.back();
+      stack.pop_back();
+      if (seen[graph::index(n)]) continue;
+      seen[graph::index(n)] = 1;
+      out[pos_[graph::index(n)]] = 1;
+      for (auto e : g_.inputs(n))
+        if (auto p = g_.producer(e); p != graph::no_node && !seen[graph::index(p)]) stack.push_back(p);
+    }
+    for (std::size_t i = 0; i < out.size(); ++i)
+      if (out[i] && !std::ranges::binary_search(cands, i)) out[i] = 0;
+    return out;
+  }
+
+  [[nodiscard]] std::size_t order_size() const {
+    return static_cast<std::size_t>(std::ranges::distance(g_.topological_order()));
+  }
+
   [[nodiscard]] graph::node_id order_at(std::size_t pos) const {
     const auto& order = g_.topological_order();
     return *std::next(std::begin(order), static_cast<std::ptrdiff_t>(pos));

@@ -880,14 +880,18 @@ class loop {
   }
 
   /// The configurations the backend did not run on this mutant because they do not support it
-  /// (an operator an exporter cannot translate, a type a runtime lacks: "skipped: unsupported:
-  /// WHY"), in the round's extra_json "unsupported" {configuration: why}: counted and listed by
+  /// (`config_result::unsupported`: an operator an exporter cannot translate, a type a runtime
+  /// lacks), in the round's extra_json "unsupported" {configuration: why}: counted and listed by
   /// flowmut run, never findings.
   static void record_not_run(const worker_reply& reply, round_record& rec) {
-    static constexpr std::string_view tag = "skipped: unsupported: ";
     nlohmann::json why = nlohmann::json::object();
     for (const auto& r : reply.results)
-      if (r.error.rfind(tag, 0) == 0) why[r.config] = first_line(r.error.substr(tag.size()));
+      if (r.unsupported) {
+        std::string_view e = r.error;
+        for (std::string_view prefix : {"skipped: ", "unsupported: "})
+          if (e.substr(0, prefix.size()) == prefix) e.remove_prefix(prefix.size());
+        why[r.config] = first_line(std::string(e));
+      }
     if (why.empty()) return;
     auto j = nlohmann::json::parse(rec.extra_json.empty() ? "{}" : rec.extra_json, nullptr, false);
     if (j.is_discarded()) j = nlohmann::json::object();

@@ -11,7 +11,7 @@
 ///   "input": I, "a": NAME, "b": NAME, "cut": [[position, output]...] (trace, cut),
 ///   "nan_rules": {"aten::relu": "elementwise", ...} (nan_check)}
 /// Reply (one line): {"id": N, "ok": bool, "error": TEXT (the model does not load),
-///   "results": [{"config","ok","error","wall_ms","prepare_ms"}...],
+///   "results": [{"config","ok","error","wall_ms","prepare_ms","unsupported" (when true)}...],
 ///   "verdicts": [{"kind","a","b","input","path","max_abs","max_rel","message","tie","failed_at"}...],
 ///   "labels": [TEXT...], "transitions": [[i, j]...], "ms": total, "pid": N (ping),
 ///   "located": [{"position","op","inputs","states","divergence","kinds","diverges","runs",
@@ -114,6 +114,9 @@ struct config_result {
   bool ok = false;
   std::string error;  ///< empty when ok
   double wall_ms = 0, prepare_ms = 0;
+  /// Not run: the configuration does not support this model (an operator an exporter cannot
+  /// translate, a type a runtime lacks); `error` says why. Counted and listed, never a finding.
+  bool unsupported = false;
 
   friend bool operator==(const config_result&, const config_result&) = default;
 };
@@ -346,7 +349,10 @@ namespace protocol_json {
   if (!r.ok) return j.dump();
   nlohmann::json rs = nlohmann::json::array();
   for (const auto& c : r.results)
+  {
     rs.push_back({{"config", c.config}, {"ok", c.ok}, {"error", c.error}, {"wall_ms", c.wall_ms}, {"prepare_ms", c.prepare_ms}});
+    if (c.unsupported) rs.back()["unsupported"] = true;
+  }
   nlohmann::json vs = nlohmann::json::array();
   for (const auto& v : r.verdicts) vs.push_back(protocol_json::verdict(v));
   nlohmann::json ts = nlohmann::json::array();
@@ -378,7 +384,7 @@ namespace protocol_json {
     r.pid = j.value("pid", std::int64_t{0});
     for (const auto& c : j.value("results", nlohmann::json::array()))
       r.results.push_back({c.value("config", ""), c.value("ok", false), c.value("error", ""), c.value("wall_ms", 0.0),
-                           c.value("prepare_ms", 0.0)});
+                           c.value("prepare_ms", 0.0), c.value("unsupported", false)});
     for (const auto& v : j.value("verdicts", nlohmann::json::array())) r.verdicts.push_back(protocol_json::verdict(v));
     r.labels = j.value("labels", std::vector<std::string>{});
     for (const auto& t : j.value("transitions", nlohmann::json::array()))

@@ -266,6 +266,7 @@ struct compiled_result {
   double wall_ms = 0, prepare_ms = 0;
   std::string error;  ///< empty: ok
   bool skipped = false;  ///< not run: tfg could not give it the mutant (its own limitation, not judged)
+  bool unsupported = false;  ///< skipped: the configuration does not support the model (the worker's "unsupported")
 };
 
 #if TFG_HAS_PT2
@@ -410,6 +411,7 @@ inline void run_group(compiled_result& r, std::string_view name, const model& m,
   // warm-up calls; run time is the timed calls only (what the performance oracle compares).
   r.prepare_ms += std::max(c.value("prepare_ms", 0.0), total - wall);
   r.skipped = c.value("skipped", false);
+  r.unsupported = r.skipped && c.value("unsupported", false);
   if (!c.value("ok", false)) {
     const auto stage = c.value("stage", std::string());
     r.error = (stage.empty() ? "" : stage + ": ") + c.value("error", std::string("failed"));

@@ -93,6 +93,9 @@ struct run_result {
   /// The configuration could not be given the model (tfg's own limitation, e.g. a mutant the
   /// torch.export writer cannot express): `error` says why; never judged, never a finding.
   bool skipped = false;
+  /// Skipped because the configuration does not support the model (an exporter's missing
+  /// operator, a runtime's missing kernel or type): counted and listed by the campaign.
+  bool unsupported = false;
   /// The outputs were computed in another process (the Python worker of the compiled
   /// configurations): this process's random number generator says nothing about its draws.
   bool external = false;
@@ -522,6 +525,7 @@ class configuration_scope {
       r.prepare_ms = c.prepare_ms;
       r.error = std::move(c.error);
       r.skipped = c.skipped;
+      r.unsupported = c.unsupported;
       r.external = true;
     } else {
       r.error = "configuration `" + r.config + "` is listed but has no runner";

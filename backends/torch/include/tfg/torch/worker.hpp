@@ -127,30 +127,37 @@ struct float64_judgement {
   return {output_excess(mine64, theirs64, a, r), a, r};
 }
 
-/// "backend: ..." for a finding `v` of an Inductor configuration, from aot_eager's run `ae` judged
-/// against the same reference: where aot_eager agrees, Inductor breaks; where it shows the
-/// finding too, graph capture or AOTAutograd does (aot_eager is Inductor's input).
+/// "backend: ..." for a finding `v` of an Inductor configuration, from the run `ref` of the
+/// configuration Inductor compiles the input of, judged against the same reference: aot_eager
+/// (the same graph capture and AOTAutograd, without Inductor) for torch.compile's
+/// configurations, export_decomposed (the same torch.export program decomposed to core ATen,
+/// run eagerly) for `aoti`. Where `ref` agrees, Inductor breaks; where it shows the finding
+/// too, what feeds Inductor does.
 [[nodiscard]] inline std::string backend_attribution(const oracle::verdict& v, const std::map<std::string, run_result>& results,
-                                                     const run_result& ae, const model& m,
+                                                     const std::string& ref_name, const run_result& ref, const model& m,
                                                      const std::vector<c10::IValue>& opt_input, bool nonfinite,
                                                      bool nonfinite_forward) {
-  if (ae.skipped) return "backend: not attributed (aot_eager did not run: " + ae.error + ")";
+  const bool aot = ref_name == "export_decomposed";
+  if (ref.skipped) return "backend: not attributed (" + ref_name + " did not run: " + ref.error + ")";
   const auto a = results.find(v.config_a);
   if (a == results.end()) return "backend: not attributed";
   const auto r64 = results.find("float64_reference");
   const run_result* ref64 = r64 != results.end() && r64->second.ok() ? &r64->second : nullptr;
-  const auto opt = options_for("aot_eager", opt_input, nonfinite, nonfinite_forward);
+  const auto opt = options_for(ref_name, opt_input, nonfinite, nonfinite_forward);
   oracle::verdict w;
   try {
-    w = judge(a->second, ae, opt, &m, ref64, {});
+    w = judge(a->second, ref, opt, &m, ref64, {});
   } catch (const std::exception& e) {
-    return "backend: not attributed (aot_eager cannot be compared: " + clean_error(e.what()) + ")";
+    return "backend: not attributed (" + ref_name + " cannot be compared: " + clean_error(e.what()) + ")";
   }
   if (!w.finding())
-    return "backend: Inductor (aot_eager, the same graph capture and AOTAutograd without Inductor, agrees with " +
-           v.config_a + ")";
-  return "backend: graph capture or AOTAutograd (aot_eager, without Inductor, disagrees with " + v.config_a +
-         " too: " + std::string(oracle::to_string(w.kind)) + ")";
+    return aot ? "backend: AOTInductor (export_decomposed, the same torch.export program decomposed to core ATen and run "
+                 "eagerly, agrees with " + v.config_a + ")"
+               : "backend: Inductor (aot_eager, the same graph capture and AOTAutograd without Inductor, agrees with " +
+                     v.config_a + ")";
+  return (aot ? "backend: torch.export or its decompositions (export_decomposed, without AOTInductor, disagrees with "
+              : "backend: graph capture or AOTAutograd (aot_eager, without Inductor, disagrees with ") +
+         v.config_a + " too: " + std::string(oracle::to_string(w.kind)) + ")";
 }
 
 /// The largest finite magnitude of a floating tensor (0 when it has none).
@@ -261,7 +268,7 @@ struct float64_judgement {
     config_ms += r.prepare_ms + r.wall_ms;
     if (is_compiled_config(c)) reply.phases["compile"] += r.prepare_ms;  // within "configs"
     if (r.ok() && req.labels) sequence.append(trace, names, c);  // failures add no labels
-    reply.results.push_back({c, r.ok(), r.skipped ? "skipped: " + r.error : r.error, r.wall_ms, r.prepare_ms});
+    reply.results.push_back({c, r.ok(), r.skipped ? "skipped: " + r.error : r.error, r.wall_ms, r.prepare_ms, r.unsupported});
     results.emplace(c, std::move(r));
   }
   reply.phases["configs"] = config_ms;
@@ -386,29 +393,47 @@ struct float64_judgement {
       worker_detail::write_current(st, {{"id", req.id}, {"model", req.model}, {"config", c + "+localise"}, {"pid", ::getpid()}});
       v.message += "\nONNX: " + onnx_localise(c, m, *inputs, ro.threads);
     }
-    if (v.finding() && is_inductor_config(c) && c != "inductor_autograd") {
-      // Which backend breaks (PyTorch's triage): the same graph capture and AOTAutograd without
-      // Inductor (aot_eager) against the same reference. Judged after this loop when aot_eager
-      // ran in this request; otherwise run now.
+    if (v.finding() && ((is_inductor_config(c) && c != "inductor_autograd") || c == "aoti")) {
+      // Which backend breaks (PyTorch's triage): Inductor's input run without Inductor (aot_eager;
+      // export_decomposed for aoti) against the same reference. Judged after this loop when that
+      // configuration ran in this request; otherwise run now.
       attribute.push_back(reply.verdicts.size());
     }
     if (v.finding() || v.kind == oracle::verdict_kind::error_in_both) reply.verdicts.push_back(std::move(v));
   }
-  if (!attribute.empty()) {
-    worker_detail::write_current(st, {{"id", req.id}, {"model", req.model}, {"config", "aot_eager"}, {"pid", ::getpid()}});
-    auto ae = results.find("aot_eager");
-    if (ae == results.end()) {
+  for (auto i : attribute) {
+    auto& v = reply.verdicts[i];
+    const std::string ref_name = v.config_b == "aoti" ? "export_decomposed" : "aot_eager";
+    worker_detail::write_current(st, {{"id", req.id}, {"model", req.model}, {"config", ref_name}, {"pid", ::getpid()}});
+    auto ref = results.find(ref_name);
+    if (ref == results.end()) {
       worker_detail::reseed_cpu_generator();
-      ae = results.emplace("aot_eager", run_config("aot_eager", m, *inputs, ro)).first;
+      ref = results.emplace(ref_name, run_config(ref_name, m, *inputs, ro)).first;
     }
-    for (auto i : attribute) {
-      auto& v = reply.verdicts[i];
-      v.message += "\n" + worker_detail::backend_attribution(v, results, ae->second, m, opt_input, nonfinite, nonfinite_forward);
+    {
+      v.message += "\n" + worker_detail::backend_attribution(v, results, ref_name, ref->second, m, opt_input, nonfinite,
+                                                             nonfinite_forward);
       // PyTorch's ladder: a finding that static shapes do not show is dynamic shapes'.
       if (v.config_b == "inductor_dynamic" && agrees.count("inductor") && agrees["inductor"])
         v.message += "; dynamic shapes: inductor with static shapes agrees";
       if (v.config_b == "inductor_freezing" && agrees.count("inductor") && agrees["inductor"])
         v.message += "; freezing: inductor without freezing agrees";
+    }
+  }
+  // One ONNX Runtime defect shown with and without graph optimisations is one finding, the
+  // unoptimised configuration's (not an optimiser's doing); two findings of one kind were two
+  // reports of one runtime (or loader) defect.
+  {
+    auto at = [&](std::string_view c) {
+      for (std::size_t i = 0; i < reply.verdicts.size(); ++i)
+        if (reply.verdicts[i].config_b == c && reply.verdicts[i].finding()) return static_cast<std::ptrdiff_t>(i);
+      return std::ptrdiff_t{-1};
+    };
+    const auto opt_i = at("onnxruntime"), noopt_i = at("onnxruntime_noopt");
+    if (opt_i >= 0 && noopt_i >= 0 && reply.verdicts[opt_i].kind == reply.verdicts[noopt_i].kind &&
+        reply.verdicts[opt_i].config_a == reply.verdicts[noopt_i].config_a) {
+      reply.verdicts[noopt_i].message += "\nonnxruntime (graph optimisations on) shows it too: not an optimiser's doing";
+      reply.verdicts.erase(reply.verdicts.begin() + opt_i);
     }
   }
   // The metamorphic check: the seed and the mutant, op by op, must agree within the operator's

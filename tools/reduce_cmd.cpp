@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -119,12 +120,36 @@ nlohmann::json onnxruntime_triage(const fs::path& dir, const std::string& python
                                   std::chrono::steady_clock::time_point deadline) {
   nlohmann::json out = {{"complete", false}};
   const triage_runner run{dir, python, run_timeout_s, deadline};
-  auto shows = [&](const std::string& env) { return run.reproduces(env, "triage_ort.log"); };
+  // Every setting in one process on one export (`repro.py --ort-triage`): the levels, then
+  // each optimiser disabled alone at the top level. One process per setting paid torch's
+  // import and the export 36 times (3.5 minutes for a two-operator window).
+  const std::vector<std::string> levels = {"disable", "basic", "extended", "all"};
+  std::string settings;
+  for (const auto& l : levels) settings += l + ";";
+  for (const auto& name : ort_optimisers()) settings += "all:" + name + ";";
   std::printf("onnxruntime triage:");
   std::fflush(stdout);
+  if (run.left_s() < 10) return out;
+  (void)run_reproducer(dir, "'" + python + "' repro.py --ort-triage '" + settings + "'", "triage_ort.log", run.left_s());
+  std::map<std::string, bool> shown;
+  {
+    std::istringstream lines(read_text(dir / "triage_ort.log"));
+    for (std::string l; std::getline(lines, l);) {
+      if (l.rfind("TRIAGE ", 0) != 0) continue;
+      const auto sp = l.find(' ', 7);
+      if (sp == std::string::npos) continue;
+      const auto verdict = l.substr(sp + 1);
+      if (verdict == "REPRODUCED" || verdict == "NOT REPRODUCED") shown[l.substr(7, sp - 7)] = verdict == "REPRODUCED";
+    }
+  }
+  auto shows = [&](const std::string& setting) -> std::optional<bool> {
+    const auto it = shown.find(setting);
+    if (it == shown.end()) return std::nullopt;
+    return it->second;
+  };
   std::string level;
-  for (const char* l : {"disable", "basic", "extended", "all"}) {
-    const auto r = shows(std::string("TFG_ORT_LEVEL=") + l);
+  for (const auto& l : levels) {
+    const auto r = shows(l);
     if (!r) return out;
     if (*r) {
       level = l;
@@ -137,7 +162,7 @@ nlohmann::json onnxruntime_triage(const fs::path& dir, const std::string& python
   bool finished = true;
   if (!level.empty() && level != "disable") {
     for (const auto& name : ort_optimisers()) {
-      const auto r = shows("TFG_ORT_LEVEL=all TFG_ORT_DISABLED=" + name);
+      const auto r = shows("all:" + name);
       if (!r) { finished = false; break; }
       if (!*r) flipping.push_back(name);
     }

@@ -31,14 +31,22 @@ using tfg::campaign::worker;
 
 namespace {
 
+/// The fake workers' logs, removed when the suite ends (every run left one in /tmp before).
+struct scratch_dir {
+  fs::path path = fs::temp_directory_path() / ("tfg-process-" + std::to_string(::getpid()));
+  scratch_dir() {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~scratch_dir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
 fs::path proc_dir() {
-  static const fs::path d = [] {
-    fs::path p = fs::temp_directory_path() / ("tfg-process-" + std::to_string(::getpid()));
-    fs::remove_all(p);
-    fs::create_directories(p);
-    return p;
-  }();
-  return d;
+  static const scratch_dir d;
+  return d.path;
 }
 
 spawn_options fake_options(const std::string& name) {

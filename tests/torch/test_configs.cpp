@@ -15,10 +15,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <limits>
 #include <map>
 #include <set>
+
+#include <unistd.h>
 
 // Its own namespace: the suite is a unity build (tests/CMakeLists.txt).
 namespace tfg_test_torch_configs {
@@ -586,6 +589,29 @@ TEST_CASE("judge: empty float outputs compare as equal with float64 and peers, w
   REQUIRE(vs.size() == 1);
   INFO(vs[0].message);
   CHECK(vs[0].kind == verdict_kind::equal);
+}
+
+TEST_CASE("a new worker removes the Python worker folders its killed predecessors left, not live ones") {
+  // A worker killed at a timeout leaves its compiled-PID-N folder (programs and outputs); the
+  // campaign's next worker sweeps them in workers/*; a live process's folder stays.
+  const auto root = fs::temp_directory_path() / ("tfg-sweep-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  const auto w0 = root / "workers" / "0", w1 = root / "workers" / "1";
+  fs::create_directories(w0 / "compiled-999999999-0");  // beyond pid_max: no such process
+  fs::create_directories(w0 / ("compiled-" + std::to_string(::getpid()) + "-3"));  // this process: alive
+  { std::ofstream(w0 / "compiled-999999999-0" / "program.pt2") << "x"; }
+  fs::create_directories(w0 / "other");  // not the Python worker's: stays
+  fs::create_directories(w1);
+  tt::sweep_dead_work_dirs(w1);
+  CHECK_FALSE(fs::exists(w0 / "compiled-999999999-0"));
+  CHECK(fs::exists(w0 / ("compiled-" + std::to_string(::getpid()) + "-3")));
+  CHECK(fs::exists(w0 / "other"));
+  // Outside a campaign's workers folder only the folder itself is swept.
+  fs::create_directories(root / "a" / "compiled-999999999-1");
+  fs::create_directories(root / "b");
+  tt::sweep_dead_work_dirs(root / "b");
+  CHECK(fs::exists(root / "a" / "compiled-999999999-1"));
+  fs::remove_all(root);
 }
 
 }  // namespace tfg_test_torch_configs

@@ -198,6 +198,18 @@ inline void mask_into(std::string_view s, std::string& out) {
         continue;
       }
     }
+    // A generated name's counter ("node_MaxPool_25", "hardswish_18", "val_3"): digits after an
+    // underscore that end the identifier. Exporters and compilers number their nodes by
+    // position, so one defect met in two models was two findings.
+    if (std::isdigit(static_cast<unsigned char>(c)) != 0 && !out.empty() && out.back() == '_') {
+      std::size_t j = i;
+      while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j])) != 0) ++j;
+      if (j == s.size() || !is_ident_char(s[j])) {
+        out += 'N';
+        i = j;
+        continue;
+      }
+    }
     // Standalone number: optional sign, digits, fraction, exponent; "conv2d" stays as is.
     const bool sign = (c == '-' || c == '+') && i + 1 < s.size() &&
                       std::isdigit(static_cast<unsigned char>(s[i + 1])) != 0 && !prev_is_ident();
@@ -272,7 +284,8 @@ inline constexpr std::size_t normalised_message_max = 200;
 /// at the last "XxxError: ..." line; it stops at backtrace noise ("Exception raised from",
 /// "frame #", ...). Lines are joined with one space. Then: hex numbers (0x.., and bare hex
 /// strings of >= 8 digits mixing digits and letters) -> ADDR; absolute paths -> basename;
-/// model file names (`*.pt`) -> MODEL.pt;
+/// model file names (`*.pt`) -> MODEL.pt; a generated name's trailing counter (`node_MaxPool_25`)
+/// -> `node_MaxPool_N`;
 /// standalone numbers (not part of an identifier like conv2d or int64) -> N, so shapes keep
 /// their rank ("[1,3, 64]" -> "[N, N, N]", "1x3x8" -> "NxNxN"); whitespace collapsed; at most
 /// 200 bytes.

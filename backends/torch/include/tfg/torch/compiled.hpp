@@ -39,6 +39,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cerrno>
 #include <csignal>
 #include <cstring>
 #include <cstdlib>
@@ -92,6 +93,10 @@ struct compiled_settings {
   std::chrono::milliseconds timeout{std::chrono::minutes(10)};  ///< per configuration (compile included)
   /// Inductor config flags set for every Inductor configuration (the flag search of a finding).
   std::map<std::string, nlohmann::json> inductor_flags;
+  /// Where the Python worker's programs, inputs and outputs go (a folder per process,
+  /// `compiled-PID-N`); empty: the system's temporary folder. A campaign's worker sets its own
+  /// folder, which it sweeps when it starts: a worker killed at a timeout cannot remove its own.
+  std::filesystem::path work_root;
 };
 
 [[nodiscard]] inline compiled_settings& compiled_defaults() {
@@ -146,12 +151,41 @@ struct python_process {
   auto& p = process();
   if (p.dir.empty()) {
     static std::atomic<int> counter{0};
-    p.dir = std::filesystem::temp_directory_path() /
-            ("tfg-compiled-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    const auto& root = compiled_defaults().work_root;
+    p.dir = root.empty() ? std::filesystem::temp_directory_path() /
+                               ("tfg-compiled-" + std::to_string(::getpid()) + "-" + std::to_string(counter++))
+                         : root / ("compiled-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
     std::filesystem::create_directories(p.dir);
   }
   return p.dir;
 }
+
+}  // namespace compiled_detail
+
+/// Removes the Python worker folders (`compiled-PID-N`) of processes that no longer exist from
+/// `dir` and, when `dir` is a campaign's `workers/N`, from its siblings: a worker killed at a
+/// timeout cannot remove its programs and outputs (megabytes each; a night's hangs would fill
+/// the disk). A worker calls it when it starts; folders of live processes stay.
+inline void sweep_dead_work_dirs(const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::vector<fs::path> swept{dir};
+  if (dir.parent_path().filename() == "workers")
+    for (const auto& w : fs::directory_iterator(dir.parent_path(), ec))
+      if (w.is_directory(ec) && w.path() != dir) swept.push_back(w.path());
+  for (const auto& folder : swept) {
+    std::vector<fs::path> dead;
+    for (const auto& e : fs::directory_iterator(folder, ec)) {
+      const auto name = e.path().filename().string();
+      if (name.rfind("compiled-", 0) != 0) continue;
+      const auto pid = std::atoll(name.c_str() + 9);
+      if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) dead.push_back(e.path());
+    }
+    for (const auto& d : dead) fs::remove_all(d, ec);
+  }
+}
+
+namespace compiled_detail {
 
 /// What the Python worker wrote to its log since `from` (the traceback of an error), to stderr.
 inline void forward_log(const std::string& log) {

@@ -414,6 +414,36 @@ def gradients(fn, args):
     return [torch.zeros_like(w) if g is None else g for g, w in zip(grads, wrt)]
 
 
+_ONNX = {}  # input shapes and dtypes -> the exported model's path (one export per shape)
+
+
+def onnx_model(args):
+    """Repro exported as flowmut's worker exports it: torch.export, then torch.onnx.export (dynamo),
+    then the ONNX checker; the model's path."""
+    import tempfile
+    key = tuple((tuple(t.shape), str(t.dtype)) for t in leaves(list(args)))
+    if key in _ONNX:
+        return _ONNX[key]
+    m = Repro(CONSTANTS).eval()
+    ep = torch.export.export(m, tuple(clone(args)))
+    # As flowmut's worker does: TorchScript's aten._convolution (kept by tfg's import of traced
+    # models), which the ONNX exporter does not translate, as the aten.convolution it computes.
+    for n in ep.graph.nodes:
+        if n.op == "call_function" and n.target is torch.ops.aten._convolution.default:
+            n.target, n.args = torch.ops.aten.convolution.default, tuple(n.args[:9])
+    ep.graph_module.recompile()
+    path = os.path.join(tempfile.mkdtemp(), "model.onnx")
+    torch.onnx.export(ep, tuple(clone(args)), dynamo=True, verbose=False, report=False).save(path)
+    # As the worker does: a model the ONNX checker refuses is the exporter's defect.
+    import onnx
+    try:
+        onnx.checker.check_model(path, full_check=True)
+    except Exception as e:
+        raise RuntimeError("the exporter wrote an invalid ONNX model: " + str(e)) from e
+    _ONNX[key] = path
+    return path
+
+
 def run(config, args):
     """One configuration on one input, as flowmut runs it: a list of tensors (outputs or gradients)."""
     torch.set_num_threads(1)
@@ -463,26 +493,11 @@ def run(config, args):
         # As flowmut runs them: torch.onnx.export of the exported program (dynamo exporter), then
         # ONNX Runtime's CPU provider with its graph optimisations at the default level (ALL) or
         # off. Triage by flowmut (docs/reproducers.md): TFG_ORT_LEVEL (disable, basic, extended,
-        # layout, all) and TFG_ORT_DISABLED (optimiser names, comma-separated) change the session;
-        # neither is set when you run this file.
-        import tempfile
+        # layout, all) and TFG_ORT_DISABLED (optimiser names, comma-separated) change the session,
+        # and `--ort-triage` runs several such settings on one export; neither is set when you
+        # run this file.
         import onnxruntime as ort
-        m = Repro(CONSTANTS).eval()
-        ep = torch.export.export(m, tuple(clone(args)))
-        # As flowmut's worker does: TorchScript's aten._convolution (kept by tfg's import of traced
-        # models), which the ONNX exporter does not translate, as the aten.convolution it computes.
-        for n in ep.graph.nodes:
-            if n.op == "call_function" and n.target is torch.ops.aten._convolution.default:
-                n.target, n.args = torch.ops.aten.convolution.default, tuple(n.args[:9])
-        ep.graph_module.recompile()
-        path = os.path.join(tempfile.mkdtemp(), "model.onnx")
-        torch.onnx.export(ep, tuple(clone(args)), dynamo=True, verbose=False, report=False).save(path)
-        # As the worker does: a model the ONNX checker refuses is the exporter's defect.
-        import onnx
-        try:
-            onnx.checker.check_model(path, full_check=True)
-        except Exception as e:
-            raise RuntimeError("the exporter wrote an invalid ONNX model: " + str(e)) from e
+        path = onnx_model(args)
         levels = {"disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL, "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
                   "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
                   "layout": getattr(ort.GraphOptimizationLevel, "ORT_ENABLE_LAYOUT", ort.GraphOptimizationLevel.ORT_ENABLE_ALL),
@@ -598,9 +613,29 @@ def main():
     if len(sys.argv) == 4 and sys.argv[1] == "--child":
         child(sys.argv[2], int(sys.argv[3]))
         return 0
+    if len(sys.argv) == 3 and sys.argv[1] == "--ort-triage":
+        # flowmut's ONNX Runtime triage: each setting LEVEL or LEVEL:OPTIMISER (disabled), separated
+        # by ';', judged in this process on one export; one "TRIAGE SETTING RESULT" line each.
+        print("finding:", TITLE)
+        for setting in [x for x in sys.argv[2].split(";") if x]:
+            level, _, disabled = setting.partition(":")
+            os.environ["TFG_ORT_LEVEL"], os.environ["TFG_ORT_DISABLED"] = level, disabled
+            print("setting", setting)
+            print("TRIAGE", setting, "REPRODUCED" if judge() else "NOT REPRODUCED", flush=True)
+        return 0
     BISECT = sys.argv[1:] == ["--bisect"]
     print("finding:", TITLE)
     print("torch", torch.__version__, "| configurations:", CONFIG_A, "vs", CONFIG_B)
+    reproduced = judge()
+    print("REPRODUCED" if reproduced else "NOT REPRODUCED")
+    if BISECT:  # torch's compiler bisector reads exit 0 as good (not reproduced), else bad
+        return 1 if reproduced else 0
+    return 0 if reproduced else 1
+
+
+def judge():
+    """Runs the configurations on every input and judges them as flowmut does: True when the
+    finding shows."""
     reproduced = False
     for index, args in enumerate(INPUTS):
         print("input %d:" % index)
@@ -670,10 +705,7 @@ def main():
                     i, diff, tol[0], tol[1], ULPS, ", gradients norm-wise x%g" % GRAD_SCALE if gradient else "", n,
                     ref))
                 reproduced = reproduced or n > 0
-    print("REPRODUCED" if reproduced else "NOT REPRODUCED")
-    if BISECT:  # torch's compiler bisector reads exit 0 as good (not reproduced), else bad
-        return 1 if reproduced else 0
-    return 0 if reproduced else 1
+    return reproduced
 
 
 if __name__ == "__main__":

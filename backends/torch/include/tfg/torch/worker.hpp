@@ -46,6 +46,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cerrno>
+#include <cstdlib>
 
 namespace tfg::torch {
 
@@ -660,6 +661,10 @@ inline int serve_requests(const std::filesystem::path& dir) {
   st.dir = dir;
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
+  // The Python worker's files go under this folder; what earlier workers killed at a timeout
+  // left goes now.
+  compiled_defaults().work_root = dir;
+  sweep_dead_work_dirs(dir);
   const char* persistent_env = std::getenv("TFG_WORKER_PERSISTENT");
   bool fork_server = !(persistent_env && std::string_view(persistent_env) == "1");
   std::optional<std::string> pending;  // a request a localisation session handed back

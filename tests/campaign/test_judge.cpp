@@ -197,4 +197,38 @@ TEST_CASE("judge: the float64 autograd pair's NaN/Inf at a node the op-by-op pai
   CHECK(findings_of(reply_outcome(r), attribute_at(172, false)).size() == 2);
 }
 
+TEST_CASE("a finding recorded before a normaliser rule still has its key: recorded_key_today") {
+  // meta.json of F13 on EfficientNet as the 30-minute ONNX fuzz recorded it, when the
+  // normaliser kept ONNX node names: `flowmut reduce` said "does not reproduce now" under the
+  // flowmut that masks them.
+  const std::string message =
+      "onnxruntime: export: the exporter wrote an invalid ONNX model: InferenceError: [ShapeInferenceError] "
+      "Inference error(s): (op_type:MaxPool, node name: node_max_pool2d): [ShapeInferenceError] Attribute dilations "
+      "has incorrect size";
+  nlohmann::json meta = {{"kind", "export_failure"}, {"config_a", "eager_op_by_op"}, {"config_b", "onnxruntime"},
+                         {"culprit_op", "aten::max_pool2d"}, {"dtype", "f32"}, {"device", "cpu"},
+                         {"inputs", "f32 r4 contiguous"}, {"message", message}};
+  meta["key"] =
+      "export_failure|eager_op_by_op|onnxruntime|aten::max_pool2d|f32|cpu|onnxruntime: export: the exporter wrote an "
+      "invalid ONNX model: InferenceError: [ShapeInferenceError] Inference error(s): (op_type:MaxPool, node name: "
+      "node_max_pool2d): [ShapeInferenceError] Attribute|f32 r4 contiguous";
+  tfg::oracle::finding_signature today;
+  today.kind = finding_kind::export_failure;
+  today.config_a = "eager_op_by_op";
+  today.config_b = "onnxruntime";
+  today.culprit_op = "aten::max_pool2d";
+  today.dtype = "f32";
+  today.device = "cpu";
+  today.inputs = "f32 r4 contiguous";
+  today.detail = tfg::oracle::normalise_message(message);
+  CHECK(today.key() != meta["key"].get<std::string>());  // the rule changed the key
+  CHECK(recorded_key_today(meta) == today.key());
+  // Another culprit is another finding, whatever the message.
+  meta["culprit_op"] = "aten::linear";
+  CHECK(recorded_key_today(meta) != today.key());
+  // A key with a symptom (not a message) comes back as recorded.
+  const nlohmann::json crash = {{"kind", "crash"}, {"key", "crash:SIGSEGV|a|b|op|f32|cpu|SIGSEGV f < g"}, {"message", "x"}};
+  CHECK(recorded_key_today(crash) == "crash:SIGSEGV|a|b|op|f32|cpu|SIGSEGV f < g");
+}
+
 }  // namespace tfg_test_campaign_judge

@@ -17,6 +17,8 @@
 #include <csignal>
 #include <functional>
 
+#include <nlohmann/json.hpp>
+
 #include "tfg/campaign/process.hpp"
 #include "tfg/campaign/protocol.hpp"
 #include "tfg/campaign/round.hpp"
@@ -261,6 +263,29 @@ struct finding_filter {
     return !only || (only->kind == k && only->config_a == a && only->config_b == b);
   }
 };
+
+/// The recorded key of a finding folder's meta.json with its message normalised by today's
+/// rules (`normalise_message`): a finding recorded by an earlier flowmut, whose normaliser kept
+/// what it now masks (an ONNX node's name, a generated name's counter), still reproduces when
+/// everything else about it is the same. Only exception and export_failure keys carry a
+/// normalised message; other keys come back as recorded.
+[[nodiscard]] inline std::string recorded_key_today(const nlohmann::json& meta) {
+  const std::string key = meta.value("key", "");
+  const auto kind = oracle::parse_finding_kind(meta.value("kind", ""));
+  if (!kind || (*kind != oracle::finding_kind::exception && *kind != oracle::finding_kind::export_failure) ||
+      !meta.contains("message") || key.find(':') < key.find('|'))  // a symptom ("kind:symptom") in the key
+    return key;
+  oracle::finding_signature s;
+  s.kind = *kind;
+  s.config_a = meta.value("config_a", "");
+  s.config_b = meta.value("config_b", "");
+  s.culprit_op = meta.value("culprit_op", "");
+  s.dtype = meta.value("dtype", "f32");
+  s.device = meta.value("device", "cpu");
+  s.inputs = meta.value("inputs", "");
+  s.detail = oracle::normalise_message(meta.value("message", ""));
+  return s.key();
+}
 
 /// Every finding `o` shows: a process-level failure; an internal assert in the reference
 /// configuration; the differential and metamorphic verdicts of the reply (all of them —

@@ -99,6 +99,8 @@ template <class Backend>
   fallback.device = meta.value("device", "cpu");
   fallback.inputs = meta.value("inputs", "");
   const std::string key = meta.value("key", "");
+  const std::string key_today = recorded_key_today(meta);
+  const auto same_key = [&](const std::string& k) { return k == key || k == key_today; };
   if (sig.kind == oracle::finding_kind::nan_vanished) {
     auto q = req;
     q.op = request_op::nan_check;
@@ -114,7 +116,7 @@ template <class Backend>
         auto s = signature_of(oracle::finding_kind::nan_vanished, "", "", at);
         if (!l.inputs.empty()) s.dtype = l.inputs.substr(0, l.inputs.find(' '));
         out.observed.push_back({s, l.divergence.message, at});
-        if (s.key() == key) out.reproduced = true;
+        if (same_key(s.key())) out.reproduced = true;
       }
   } else {
     out.outcome = step(req);
@@ -134,7 +136,7 @@ template <class Backend>
     for (auto& f : findings_of(out.outcome, at, &perf, finding_filter{&sig}))
       out.observed.push_back(std::move(f));
     for (const auto& f : out.observed)
-      if (f.signature.key() == key) out.reproduced = true;
+      if (same_key(f.signature.key())) out.reproduced = true;
     if (!out.reproduced && step_failed && !out.observed.empty()) out.reproduced = out.relocalised = true;
   }
   if (w) w->shutdown();

@@ -149,6 +149,17 @@ inline void mask_into(std::string_view s, std::string& out) {
       if (!out.empty() && out.back() != ' ' && out.back() != '(' && out.back() != '[') out += ' ';
       continue;
     }
+    // A graph node's own name where ONNX and ONNX Runtime print it ("node name: node_MaxPool_25",
+    // "Node (node_max_pool2d) Op (MaxPool)", "/dense_head/MaxPool_1"): the exporter names nodes
+    // after the FX node or by a per-type counter, so one exporter defect met in two models was
+    // two messages. The operator type next to it stays.
+    if ((out.ends_with("node name: ") || out.ends_with("Node (")) && c != ')' && c != ',') {
+      std::size_t j = i;
+      while (j < s.size() && !is_space_char(s[j]) && s[j] != ')' && s[j] != ',') ++j;
+      out += "NODE";
+      i = j;
+      continue;
+    }
     // Hex address "0x7ffd1234" (not part of an identifier).
     if (c == '0' && i + 2 < s.size() && (s[i + 1] == 'x' || s[i + 1] == 'X') &&
         is_hex_char(s[i + 2]) && !prev_is_ident()) {
@@ -284,8 +295,8 @@ inline constexpr std::size_t normalised_message_max = 200;
 /// at the last "XxxError: ..." line; it stops at backtrace noise ("Exception raised from",
 /// "frame #", ...). Lines are joined with one space. Then: hex numbers (0x.., and bare hex
 /// strings of >= 8 digits mixing digits and letters) -> ADDR; absolute paths -> basename;
-/// model file names (`*.pt`) -> MODEL.pt; a generated name's trailing counter (`node_MaxPool_25`)
-/// -> `node_MaxPool_N`;
+/// model file names (`*.pt`) -> MODEL.pt; a node's name in ONNX's messages (`node name: X`,
+/// `Node (X)`) -> NODE; a generated name's trailing counter (`hardswish_18`) -> `hardswish_N`;
 /// standalone numbers (not part of an identifier like conv2d or int64) -> N, so shapes keep
 /// their rank ("[1,3, 64]" -> "[N, N, N]", "1x3x8" -> "NxNxN"); whitespace collapsed; at most
 /// 200 bytes.

@@ -434,12 +434,15 @@ def onnx_model(args):
     ep.graph_module.recompile()
     path = os.path.join(tempfile.mkdtemp(), "model.onnx")
     torch.onnx.export(ep, tuple(clone(args)), dynamo=True, verbose=False, report=False).save(path)
-    # As the worker does: a model the ONNX checker refuses is the exporter's defect.
+    # As the worker does: a model the ONNX checker refuses is the exporter's defect, worded as
+    # the worker words it (the error's type, then its first six lines), so the message matches
+    # the recorded one whether the checker wrote one line or several.
     import onnx
     try:
         onnx.checker.check_model(path, full_check=True)
     except Exception as e:
-        raise RuntimeError("the exporter wrote an invalid ONNX model: " + str(e)) from e
+        text = "\n".join(("%s: %s" % (type(e).__name__, e)).splitlines()[:6]).strip()
+        raise RuntimeError("the exporter wrote an invalid ONNX model: " + text) from e
     _ONNX[key] = path
     return path
 

@@ -6,6 +6,9 @@
 // dense. items_per_second = candidates scored per second. Target: N = 10^5 under 10 ms.
 // BM_linucb_update: one Sherman-Morrison update (items = updates).
 // BM_ucb1_select/N/K: UCB1 select over N candidates spread over K arms (all arms played).
+// BM_linucb_op_select/N/K: LinUCB with one model per operator (the default policy) over N
+// candidates of K operators, each model trained. BM_queue_select/N/K: the queue over N
+// candidates of K operators in 40 site classes each (all played).
 // BM_coverage_diversity: d(B) of a 16-element set against a counter holding 10^5 elements.
 
 #include <benchmark/benchmark.h>
@@ -74,6 +77,39 @@ void BM_ucb1_select(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * state.range(0));
 }
 BENCHMARK(BM_ucb1_select)->Args({100000, 150})->Unit(benchmark::kMicrosecond);
+
+void BM_linucb_op_select(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  const auto k = static_cast<std::uint32_t>(state.range(1));
+  const auto cs = random_contexts(n, 5);
+  sel::rng r(6);
+  std::vector<std::uint32_t> arms(n);
+  for (auto& a : arms) a = static_cast<std::uint32_t>(sel::uniform_index(r, k));
+  sel::linucb_per_arm p;
+  const auto xs = random_contexts(1000, 2);
+  for (std::size_t i = 0; i < xs.size(); ++i) p.update(xs[i], static_cast<std::uint32_t>(i % k), xs[i].x[3] * 0.5);
+  for (auto _ : state) benchmark::DoNotOptimize(p.select(cs, arms, r));
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * state.range(0));
+}
+BENCHMARK(BM_linucb_op_select)->Args({100000, 150})->Unit(benchmark::kMicrosecond);
+
+void BM_queue_select(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  const auto k = static_cast<std::uint32_t>(state.range(1));
+  const auto cs = random_contexts(n, 5);
+  sel::rng r(6);
+  std::vector<std::uint32_t> arms(n);
+  std::vector<std::uint64_t> classes(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    arms[i] = static_cast<std::uint32_t>(sel::uniform_index(r, k));
+    classes[i] = sel::uniform_index(r, 40);
+  }
+  sel::queue_scheduler p;
+  for (std::size_t i = 0; i < n; i += 7) p.update(cs[i], arms[i], classes[i], static_cast<double>(i % 3) * 0.3);
+  for (auto _ : state) benchmark::DoNotOptimize(p.select(cs, arms, classes, r));
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * state.range(0));
+}
+BENCHMARK(BM_queue_select)->Args({100000, 150})->Unit(benchmark::kMicrosecond);
 
 void BM_coverage_diversity(benchmark::State& state) {
   sel::coverage_counter cov;

@@ -2,6 +2,7 @@
 // tfg::campaign::loop<tfg::torch::backend> (the campaign itself lives in the library).
 #include "commands.hpp"
 
+#include <tfg/campaign/compare.hpp>
 #include <tfg/campaign/defects.hpp>
 #include <tfg/campaign/judge.hpp>
 #include <tfg/campaign/loop.hpp>
@@ -89,6 +90,13 @@ void take_stored_settings(run_args& a) {
   take("policy", a.policy, spec, "policy");
   take("features", a.ablation, spec, "features");
   take("alpha", a.alpha, spec, "alpha");
+  // A campaign stored without a reward learnt from the paper's trace novelty.
+  if (!s.contains("reward")) {
+    if (a.given.count("reward") && a.reward != "paper") conflict("reward", "\"paper\"", nlohmann::json(a.reward).dump());
+    a.reward = "paper";
+  } else {
+    take("reward", a.reward, s, "reward");
+  }
   take("seed", a.seed, s, "seed");
   take("corpus", a.corpus, s, "corpus_size");
   take("return-every", a.return_every, s, "return_every");
@@ -172,6 +180,7 @@ int run_campaign_command(run_args a, const std::string& self_exe) {
   o.time_budget = std::chrono::milliseconds(static_cast<long long>(a.time_s * 1000));
   o.seed = a.seed;
   o.policy_name = a.policy + (a.ablation == "all" ? "" : "/" + a.ablation);
+  o.reward = a.reward;
   o.features = or_throw(tfg::select::parse_ablation(a.ablation));
   o.configs = a.configs;
   o.worker_exe = self_exe;
@@ -359,8 +368,11 @@ int run_summary_command(const std::string& dir) {
   }
   auto& db = *opened;
   const auto rounds = db.rounds();
-  std::printf("campaign %s: seed %s, policy %s, %zu rounds recorded\n", dir.c_str(), db.meta("seed_model").value_or("?").c_str(),
-              db.meta("policy").value_or("?").c_str(), rounds.size());
+  std::string reward = "?";
+  if (const auto st = tfg::campaign::stored_settings(dir)) reward = st->value("reward", std::string("paper"));
+  std::printf("campaign %s: seed %s, policy %s, reward %s, %zu rounds recorded\n", dir.c_str(),
+              db.meta("seed_model").value_or("?").c_str(), db.meta("policy").value_or("?").c_str(), reward.c_str(),
+              rounds.size());
   std::printf("%5s %-9s %-38s %5s %7s %6s %9s  %s\n", "round", "verdict", "operator", "cand", "reward", "accept", "exec ms",
               "site / reason");
   for (const auto& r : rounds) {
@@ -387,51 +399,65 @@ int run_summary_command(const std::string& dir) {
 }
 
 int run_compare_command(compare_args a, const std::string& self_exe) {
-  struct row {
-    std::map<std::string, double> sum;
-    int n = 0;
-  };
-  std::map<std::string, row> table;
+  namespace tc = tfg::campaign;
+  // Refuse a bad cell before hours of campaigns.
+  for (const auto& name : a.policies) {
+    const auto cell = tc::compare_cell::parse(name);
+    (void)or_throw(tfg::select::make_policy(cell.policy));
+    (void)or_throw(tfg::select::parse_ablation(cell.ablation));
+    if (!cell.reward.empty() && cell.reward != "behaviour" && cell.reward != "paper")
+      throw std::invalid_argument("--policies " + name + ": unknown reward `" + cell.reward + "` (behaviour, paper)");
+  }
+  std::vector<tc::compare_row> rows;
+  for (const auto& name : a.policies) rows.push_back({name, {}});
   for (const auto& model : a.models) {
-    for (const auto& policy : a.policies) {
-      run_args r;
-      r.model = model;
-      std::string leaf = policy;
-      for (auto& ch : leaf) if (ch == '/') ch = '_';
-      r.out = (fs::path(a.out) / fs::path(model).stem() / leaf).string();
-      r.op_dirs = a.op_dirs;
-      r.configs = a.configs;
-      r.policy = policy.substr(0, policy.find('/'));
-      if (policy.find('/') != std::string::npos) r.ablation = policy.substr(policy.find('/') + 1);
-      r.rounds = a.rounds;
-      r.seed = a.seed;
-      r.timeout_s = a.timeout_s;
-      r.quiet = true;
-      r.resume = a.resume && fs::exists(fs::path(r.out) / "state.json");
-      r.force = !r.resume;
-      std::fprintf(stderr, "compare: %s with %s (%zu rounds) -> %s\n", model.c_str(), policy.c_str(), a.rounds, r.out.c_str());
-      if (int rc = run_campaign_command(r, self_exe); rc != 0) return rc;
-      auto opened = tfg::campaign::store::open(fs::path(r.out) / "campaign.db");
-      if (!opened) return 2;
-      const auto t = opened->summarise();
-      if (t.metrics.empty()) continue;
-      auto& row = table[policy];
-      for (const auto& [k, v] : t.metrics) row.sum[k] += v;
-      row.sum["legal_rate"] += t.legal_rate;
-      row.sum["minutes"] += t.minutes;
-      ++row.n;
+    for (std::size_t k = 0; k < a.campaign_seeds; ++k) {
+      for (std::size_t p = 0; p < a.policies.size(); ++p) {
+        const auto cell = tc::compare_cell::parse(a.policies[p]);
+        run_args r;
+        r.model = model;
+        r.out = (fs::path(a.out) / fs::path(model).stem() / tc::compare_cell::leaf(a.policies[p]) /
+                 ("s" + std::to_string(a.seed + k)))
+                    .string();
+        r.op_dirs = a.op_dirs;
+        r.configs = a.configs;
+        r.policy = cell.policy;
+        r.ablation = cell.ablation;
+        if (!cell.reward.empty()) r.reward = cell.reward;
+        r.rounds = a.rounds;
+        r.seed = a.seed + k;
+        r.timeout_s = a.timeout_s;
+        r.quiet = true;
+        r.resume = a.resume && fs::exists(fs::path(r.out) / "state.json");
+        r.force = !r.resume;
+        if (r.resume) {
+          // A campaign that has its rounds already is read, not resumed (no worker, no seed run).
+          auto db = tfg::campaign::store::open(fs::path(r.out) / "campaign.db");
+          if (db && db->rounds().size() > a.rounds) {
+            std::fprintf(stderr, "compare: %s: done (%zu rounds), read\n", r.out.c_str(), a.rounds);
+            rows[p].campaigns.push_back(tc::figures_of(r.out));
+            continue;
+          }
+        }
+        std::fprintf(stderr, "compare: %s with %s, campaign seed %llu (%zu rounds) -> %s\n", model.c_str(),
+                     a.policies[p].c_str(), static_cast<unsigned long long>(r.seed), a.rounds, r.out.c_str());
+        if (int rc = run_campaign_command(r, self_exe); rc != 0) return rc;
+        rows[p].campaigns.push_back(tc::figures_of(r.out));
+      }
     }
   }
-  std::printf("\nmean over %zu seeds at round %zu (flowmut compare; Table-7 layout)\n", a.models.size(), a.rounds);
-  std::printf("%-10s %10s %10s %10s %10s %10s %8s %9s %8s %8s\n", "policy", "LIC", "LPC", "LSC", "DFSD", "signatures",
-              "API cov", "legal", "findings", "minutes");
-  for (const auto& policy : a.policies) {
-    auto it = table.find(policy);
-    if (it == table.end()) continue;
-    auto m = [&](const char* k) { return it->second.sum[k] / std::max(1, it->second.n); };
-    std::printf("%-10s %10.3e %10.3e %10.3e %10.3e %10.1f %7.1f%% %8.1f%% %8.1f %8.1f\n", policy.c_str(), m("lic"),
-                m("lpc"), m("lsc"), m("dfsd"), m("signatures"), 100 * m("api_coverage"), 100 * m("legal_rate"),
-                m("findings"), m("minutes"));
+  const auto title = "flowmut compare: " + std::to_string(a.models.size()) + " seed(s) x " + std::to_string(a.campaign_seeds) +
+                     " campaign seed(s), " + std::to_string(a.rounds) + " rounds";
+  std::printf("\n%s\nmean ±95%% confidence half-width over each cell's campaigns (Table-7 layout)\n%s", title.c_str(),
+              tc::compare_table(rows).c_str());
+  std::printf("largest share: the operator chosen most often in each campaign:\n");
+  for (const auto& r : rows) {
+    std::printf("  %-16s", r.cell.c_str());
+    for (const auto& c : r.campaigns) std::printf(" %s(%.0f%%)", c.top_op.c_str(), c.values.at("top_share"));
+    std::printf("\n");
   }
+  tfg::write_file_atomic(fs::path(a.out) / "compare.json", tc::compare_json(rows).dump(1));
+  tc::write_compare_html(fs::path(a.out) / "compare.html", rows, title);
+  std::printf("wrote %s and %s\n", (fs::path(a.out) / "compare.json").c_str(), (fs::path(a.out) / "compare.html").c_str());
   return 0;
 }

@@ -13,9 +13,10 @@ struct run_args {
   std::string inputs;
   std::vector<std::string> op_dirs;
   std::vector<std::string> configs;
-  std::string policy = "linucb";
+  std::string policy = "linucb-op";
   std::string ablation = "all";  // all | coverage-only | impact-only | no-L | no-T | no-M | no-P | no-I
   double alpha = 1.0;
+  std::string reward = "behaviour";  // behaviour | paper
   std::size_t rounds = 250;
   std::uint64_t seed = 1;
   int timeout_s = 60;
@@ -46,7 +47,7 @@ struct fuzz_args {
   double slice_s = 0;               // 0: chosen from the budget, the jobs and the campaigns
   std::vector<std::string> configs;
   std::vector<std::string> op_dirs;
-  std::string policy = "linucb";
+  std::string policy = "linucb-op";
   int timeout_s = 60;
   int reruns = 2;
   double reduce_budget_s = 0;
@@ -59,10 +60,11 @@ struct fuzz_args {
 struct compare_args {
   std::vector<std::string> models;
   std::string out;
-  std::vector<std::string> policies{"linucb", "ucb1", "random"};
+  std::vector<std::string> policies{"linucb-op", "linucb", "ucb1", "random", "queue", "linucb@paper"};
   std::vector<std::string> op_dirs;
   std::vector<std::string> configs;
   std::size_t rounds = 250;
+  std::size_t campaign_seeds = 5;  // campaigns per (seed model, cell): campaign seeds seed .. seed+K-1
   std::uint64_t seed = 1;
   int timeout_s = 60;
   bool resume = false;

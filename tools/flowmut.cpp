@@ -448,7 +448,10 @@ int main(int argc, char** argv) {
   run->add_option("model", ra.model, "seed TorchScript .pt file (not needed with --resume)");
   run->add_option("--rounds", ra.rounds, "mutation rounds after the seed's own round 0")->default_val(250)->check(count_range);
   run->add_option("--out", ra.out, "campaign folder (database, findings, checkpoints)")->required()->check(non_empty);
-  run->add_option("--policy", ra.policy, "linucb | ucb1 | random | fixed | one-shot")->default_val("linucb");
+  run->add_option("--policy", ra.policy, "linucb-op (LinUCB, a model per operator) | linucb (one shared model, the paper's) | ucb1 | random | queue | fixed | one-shot")
+      ->default_val("linucb-op");
+  run->add_option("--reward", ra.reward, "what the policy learns from: behaviour (new operators, input classes, disagreements; decays with repetition) | paper (trace novelty)")
+      ->default_val("behaviour")->check(CLI::IsMember({"behaviour", "paper"}));
   run->add_option("--features", ra.ablation, "feature ablation: all | coverage-only | impact-only | no-L | no-T | no-M | no-P | no-I")
       ->default_val("all");
   run->add_option("--alpha", ra.alpha, "LinUCB exploration weight (finite, >= 0)")->default_val(1.0)->check(finite_non_negative);
@@ -492,7 +495,8 @@ int main(int argc, char** argv) {
       ->transform(duration_arg);
   fuzz->add_option("--config", fa.configs, "execution configurations (repeat; default: every CPU configuration)");
   fuzz->add_option("--ops", fa.op_dirs, "operator folders (default: the bundled operators/)");
-  fuzz->add_option("--policy", fa.policy, "each campaign's policy: linucb | ucb1 | random | fixed | one-shot")->default_val("linucb");
+  fuzz->add_option("--policy", fa.policy, "each campaign's policy: linucb-op | linucb | ucb1 | random | queue | fixed | one-shot")
+      ->default_val("linucb-op");
   fuzz->add_option("--timeout", fa.timeout_s, "per-mutant timeout cap in seconds")->default_val(60)->check(CLI::Range(1, 86400));
   fuzz->add_option("--reruns", fa.reruns, "reliability reruns of each new finding")->default_val(2)->check(CLI::Range(0, 100));
   fuzz->add_option("--reduce-budget", fa.reduce_budget_s, "after the job, reduce one reproduced variant of each defect and write repro.py and issue.md, within S seconds (0: off)")
@@ -511,11 +515,14 @@ int main(int argc, char** argv) {
   auto* cmp = app.add_subcommand("compare", "run several policies on the same seeds and print a Table-7-like comparison");
   cmp->add_option("models", ca.models, "seed .pt files")->required()->check(CLI::ExistingFile);
   cmp->add_option("--out", ca.out, "folder for the campaigns (OUT/SEED/POLICY)")->required()->check(non_empty);
-  cmp->add_option("--policies", ca.policies, "policies (and ablations as linucb/no-P) to compare")->delimiter(',');
+  cmp->add_option("--policies", ca.policies, "cells to compare: POLICY[/ABLATION][@REWARD], e.g. linucb-op,queue,linucb/no-P,linucb@paper")
+      ->delimiter(',')->default_val("linucb-op,linucb,ucb1,random,queue,linucb@paper");
+  cmp->add_option("--campaign-seeds", ca.campaign_seeds, "campaigns per seed model and cell (campaign seeds --seed, --seed+1, ...)")
+      ->default_val(5)->check(CLI::Range(1, 1000));
   cmp->add_option("--rounds", ca.rounds, "rounds per campaign")->default_val(250)->check(count_range);
   cmp->add_option("--ops", ca.op_dirs, "operator folders");
   cmp->add_option("--config", ca.configs, "execution configurations");
-  cmp->add_option("--seed", ca.seed, "campaign seed")->default_val(1)->check(seed_range);
+  cmp->add_option("--seed", ca.seed, "first campaign seed")->default_val(1)->check(seed_range);
   cmp->add_option("--timeout", ca.timeout_s, "per-mutant timeout cap in seconds")->default_val(60)->check(CLI::Range(1, 86400));
   cmp->add_flag("--resume", ca.resume, "reuse campaigns that are already there (continue unfinished ones)");
 

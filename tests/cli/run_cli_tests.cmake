@@ -156,7 +156,9 @@ run(0 ${FLOWMUT} run --reduce-budget 0 ${SEED} --rounds 1 --out ${WORK}/keeps --
 run(2 ${FLOWMUT} run --resume --rounds 2 --out ${WORK}/keeps --seed 4)
 expect_match("${ERR}" "--seed 4: the campaign in .*keeps runs with 3; a resumed campaign keeps its settings")
 run(2 ${FLOWMUT} run --resume --rounds 2 --out ${WORK}/keeps --policy ucb1)
-expect_match("${ERR}" "--policy \"ucb1\": the campaign in .* runs with \"linucb\"")
+expect_match("${ERR}" "--policy \"ucb1\": the campaign in .* runs with \"linucb-op\"")
+run(2 ${FLOWMUT} run --resume --rounds 2 --out ${WORK}/keeps --reward paper)
+expect_match("${ERR}" "--reward \"paper\": the campaign in .* runs with \"behaviour\"")
 run(2 ${FLOWMUT} run --resume --rounds 2 --out ${WORK}/keeps --ops ${SRC}/operators/operator)
 expect_match("${ERR}" "--ops: a resumed campaign keeps the operator pool it started with")
 if(NOT EXISTS ${WORK}/keeps/operators/0/requirements)
@@ -166,6 +168,35 @@ run(0 ${FLOWMUT} run --reduce-budget 0 --resume --rounds 2 --out ${WORK}/keeps -
 expect_match("${OUT}" "verdicts:")
 run(0 ${FLOWMUT} summary ${WORK}/keeps)
 expect_match("${OUT}" " 3 rounds recorded")
+
+# compare: a bad cell is refused before any campaign runs; two cells with two campaign seeds
+# each give a table of means with 95% intervals, compare.json and compare.html with plots
+file(REMOVE_RECURSE ${WORK}/cmp)
+run(2 ${FLOWMUT} compare ${SEED} --out ${WORK}/cmp --policies queue,linucb@novelty --rounds 2)
+expect_match("${ERR}" "unknown reward `novelty`")
+if(EXISTS ${WORK}/cmp)
+  message(FATAL_ERROR "a refused compare created ${WORK}/cmp")
+endif()
+run(0 ${FLOWMUT} compare ${SEED} --out ${WORK}/cmp --policies queue,linucb@paper --rounds 3 --campaign-seeds 2
+    --config eager_op_by_op --config float64_reference)
+expect_match("${OUT}" "1 seed\\(s\\) x 2 campaign seed\\(s\\), 3 rounds")
+expect_match("${OUT}" "\nqueue +2 +[^\n]*±")
+expect_match("${OUT}" "\nlinucb@paper +2 ")
+foreach(f tiny_mix/queue/s1/campaign.db tiny_mix/queue/s2/campaign.db tiny_mix/linucb@paper/s2/campaign.db compare.json compare.html)
+  if(NOT EXISTS ${WORK}/cmp/${f})
+    message(FATAL_ERROR "compare wrote no ${f}")
+  endif()
+endforeach()
+file(READ ${WORK}/cmp/compare.html html)
+expect_match("${html}" "class=\"plot compare-top_share\"")
+file(READ ${WORK}/cmp/compare.json cj)
+string(JSON n_queue GET "${cj}" 0 campaigns)
+if(NOT n_queue EQUAL 2)
+  message(FATAL_ERROR "compare.json: ${n_queue} queue campaigns, expected 2")
+endif()
+# the cell's reward reached the campaign
+run(0 ${FLOWMUT} summary ${WORK}/cmp/tiny_mix/linucb@paper/s1)
+expect_match("${OUT}" "policy linucb, reward paper, 4 rounds recorded")
 
 # inputs as Python writes them: one-element lists, dicts, tuples, Python scalars as arguments
 file(REMOVE_RECURSE ${WORK}/kinds)

@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <numeric>
 #include <random>
 #include <set>
@@ -308,6 +309,101 @@ TEST_CASE("select/one_shot: each arm once in round-robin order, then random") {
   CHECK(ordered.select(cs, arms, r) == 1);
   CHECK(ordered.select(cs, arms, r) == 0);
   CHECK(ordered.select(cs, arms, r) == 3);
+}
+
+TEST_CASE("select/queue: every operator present gets a turn before any gets a second") {
+  // Operator 0 has 50 candidates (an always-applicable rewrite), operators 1-4 one each.
+  std::vector<std::uint32_t> arms(50, 0);
+  for (std::uint32_t a = 1; a <= 4; ++a) arms.push_back(a);
+  std::vector<std::uint64_t> classes;
+  for (std::size_t i = 0; i < arms.size(); ++i) classes.push_back(arms[i] == 0 ? i % 10 : 100 + arms[i]);
+  const std::vector<context> cs(arms.size());
+  queue_scheduler q;
+  rng r(3);
+  std::map<std::uint32_t, int> turns;
+  for (int t = 0; t < 100; ++t) {
+    const auto i = q.select(cs, arms, classes, r);
+    REQUIRE(i < arms.size());
+    ++turns[arms[i]];
+    q.update(cs[i], arms[i], classes[i], 0.0);
+    if (t == 4) {
+      CHECK(turns.size() == 5);  // one turn each after five rounds
+    }
+  }
+  for (const auto& [a, n] : turns) CHECK(n == 20);  // barren operators share evenly: 20% each
+  // Random search on the same candidates gives operator 0 about 50/54 of the rounds.
+  random_search rs;
+  rng r2(3);
+  int zero = 0;
+  for (int t = 0; t < 100; ++t) zero += arms[rs.select(cs, arms, r2)] == 0;
+  CHECK(zero > 80);
+}
+
+TEST_CASE("select/queue: within an operator the least played site class; rewarded operators get more turns") {
+  const std::vector<std::uint32_t> arms{0, 0, 0, 1, 2};
+  const std::vector<std::uint64_t> classes{7, 7, 8, 1, 2};
+  const std::vector<context> cs(arms.size());
+  queue_scheduler q;
+  rng r(1);
+  std::map<std::uint64_t, int> zero_classes;
+  std::map<std::uint32_t, int> turns;
+  for (int t = 0; t < 300; ++t) {
+    const auto i = q.select(cs, arms, classes, r);
+    ++turns[arms[i]];
+    if (arms[i] == 0) ++zero_classes[classes[i]];
+    q.update(cs[i], arms[i], classes[i], arms[i] == 2 ? 1.0 : 0.0);  // only operator 2 teaches something
+  }
+  // Operator 0's two classes alternate whatever their candidate counts (2 vs 1).
+  CHECK(std::abs(zero_classes[7] - zero_classes[8]) <= 1);
+  // Operator 2 (mean reward 1, bonus 1) gets twice the turns of each barren one: 150/75/75.
+  CHECK(turns[2] == doctest::Approx(2 * turns[0]).epsilon(0.05));
+  CHECK(turns[0] == doctest::Approx(turns[1]).epsilon(0.05));
+  // Deterministic for a generator state; without classes each operator is one class.
+  queue_scheduler a, b;
+  rng ra(9), rb(9);
+  for (int t = 0; t < 20; ++t) {
+    const auto x = a.select(cs, arms, ra), y = b.select(cs, arms, rb);
+    REQUIRE(x == y);
+    a.update(cs[x], arms[x], 0.5);
+    b.update(cs[y], arms[y], 0.5);
+  }
+  CHECK(a.plays(0) + a.plays(1) + a.plays(2) == 20);
+  CHECK(q.select({}, {}, {}, r) == no_candidate);
+}
+
+TEST_CASE("select/linucb_per_arm: an operator that earns nothing loses its turns, however many sites it has") {
+  // Operator 0: 50 candidates with large features, reward 0; operators 1-4: one small candidate
+  // each, reward 0.5.
+  rng g(17);
+  std::uniform_real_distribution<double> hi(0.5, 1.0), lo(0.0, 0.5);
+  std::vector<context> cs;
+  std::vector<std::uint32_t> arms;
+  for (int i = 0; i < 50; ++i) {
+    context c;
+    for (double& v : c.x) v = hi(g);
+    cs.push_back(c);
+    arms.push_back(0);
+  }
+  for (std::uint32_t a = 1; a <= 4; ++a) {
+    context c;
+    for (double& v : c.x) v = lo(g);
+    cs.push_back(c);
+    arms.push_back(a);
+  }
+  linucb_per_arm p;
+  rng r(1);
+  std::map<std::uint32_t, int> turns;
+  for (int t = 0; t < 200; ++t) {
+    const auto i = p.select(cs, arms, r);
+    ++turns[arms[i]];
+    p.update(cs[i], arms[i], arms[i] == 0 ? 0.0 : 0.5);
+  }
+  // Operator 0 is tried and dropped; the earning operators get the rounds (LinUCB exploits:
+  // one whose first context is small may never be tried while others earn).
+  CHECK(turns[0] >= 1);
+  CHECK(turns[0] < 20);  // < 10% of the rounds, from 50 of the 54 candidates
+  CHECK(turns[1] + turns[2] + turns[3] + turns[4] > 180);
+  CHECK(p.rounds(0) == static_cast<std::size_t>(turns[0]));
 }
 
 }  // namespace tfg_test_select_policies

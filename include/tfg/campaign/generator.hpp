@@ -64,6 +64,9 @@ struct chosen_candidate {
   match::candidate c;
   select::feature_set l{select::feature::site_context}, t{select::feature::tensor_state}, m{select::feature::mutation};
   select::context x;
+  /// The candidate's site class (operator, producer kind of the anchor, its dtype and rank): the
+  /// arm of class-aware policies, the key of the reward's repetition decay (docs/campaign.md).
+  std::uint64_t cls = 0;
 
   /// The feature elements of l, t and m (what the coverage counts record).
   [[nodiscard]] std::vector<std::uint64_t> elements() const {
@@ -185,6 +188,7 @@ class generator {
     std::vector<std::size_t> index;  // candidates not tried on this seed yet
     std::vector<select::context> xs;
     std::vector<std::uint32_t> arms;
+    std::vector<std::uint64_t> classes;
     std::vector<double> g;
     for (std::size_t i = 0; i < set_.candidates.size(); ++i) {
       const auto& c = set_.candidates[i];
@@ -193,6 +197,7 @@ class generator {
       if (!banned_.empty() && banned_.count(class_key(c))) continue;
       index.push_back(i);
       arms.push_back(set_.candidates[i].op);
+      classes.push_back(class_key(c));
       const auto a = graph::index(set_.candidates[i].anchor);
       g.push_back(a < influence_.size() ? influence_[a] : std::numeric_limits<double>::quiet_NaN());
     }
@@ -207,13 +212,19 @@ class generator {
     out.candidates = index.size();
     out.phase_ms["features"] = ms_since(t);
     t = clk::now();
-    const std::size_t k = policy_.select(std::span<const select::context>(xs), std::span<const std::uint32_t>(arms), rng_);
+    std::size_t k = select::no_candidate;
+    if constexpr (select::class_aware_policy<Policy>)
+      k = policy_.select(std::span<const select::context>(xs), std::span<const std::uint32_t>(arms),
+                         std::span<const std::uint64_t>(classes), rng_);
+    else
+      k = policy_.select(std::span<const select::context>(xs), std::span<const std::uint32_t>(arms), rng_);
     out.phase_ms["select"] = ms_since(t);
     if (k == select::no_candidate) return out;
     out.selected = true;
     pick.index = index[k];
     pick.c = set_.candidates[index[k]];
     pick.x = xs[k];
+    pick.cls = classes[k];
     features(set_, pick.c, pick.l, pick.t, pick.m);
     const auto& op = pool_.operators[pick.c.op];
     tried_.insert(candidate_key(set_, pick.c));
@@ -249,7 +260,7 @@ class generator {
   /// seen (n(b) += 1) and the policy learns.
   void feedback(const chosen_candidate& pick, double reward) {
     coverage_.record(pick.l, pick.t, pick.m);
-    policy_.update(pick.x, pick.c.op, reward);
+    learn(pick.x, pick.c.op, pick.cls, reward);
   }
 
   /// The chosen candidate could not be instantiated or exported: it leaves this seed's
@@ -260,7 +271,7 @@ class generator {
   void reject(const chosen_candidate& pick) {
     excluded_.insert(site_key(set_, pick.c));
     if (++rejections_[class_key(pick.c)] >= reject_limit) banned_.insert(class_key(pick.c));
-    policy_.update(pick.x, pick.c.op, 0.0);
+    learn(pick.x, pick.c.op, pick.cls, 0.0);
   }
   static constexpr int reject_limit = 2;
 
@@ -292,10 +303,11 @@ class generator {
       for (const auto& r : st.at("rejections")) rejections_[r.at(0).get<std::uint64_t>()] = r.at(1).get<int>();
   }
 
-  /// Replays a recorded round's feedback (resume).
-  void replay(const select::context& x, std::uint32_t arm, double reward, std::span<const std::uint64_t> elements) {
+  /// Replays a recorded round's feedback (resume); `cls` is the site class it recorded.
+  void replay(const select::context& x, std::uint32_t arm, std::uint64_t cls, double reward,
+              std::span<const std::uint64_t> elements) {
     coverage_.record(elements);
-    policy_.update(x, arm, reward);
+    learn(x, arm, cls, reward);
   }
 
   /// The legality checks of a mutant of the current seed (probe, deferred constraints, R(v)).
@@ -334,6 +346,11 @@ class generator {
   template <class In>
   static std::size_t input_count(const In& inputs) {
     return static_cast<std::size_t>(std::size(inputs));
+  }
+
+  void learn(const select::context& x, std::uint32_t arm, std::uint64_t cls, double reward) {
+    if constexpr (select::class_aware_policy<Policy>) policy_.update(x, arm, cls, reward);
+    else policy_.update(x, arm, reward);
   }
 
   // ---- features ------------------------------------------------------------------------------

@@ -60,6 +60,7 @@
 #include "tfg/campaign/machine_load.hpp"
 #include "tfg/campaign/process.hpp"
 #include "tfg/campaign/protocol.hpp"
+#include "tfg/campaign/behaviour.hpp"
 #include "tfg/campaign/reward.hpp"
 #include "tfg/campaign/skeleton.hpp"
 #include "tfg/campaign/store.hpp"
@@ -87,6 +88,9 @@ struct options {
   std::chrono::milliseconds time_budget{0};
   std::uint64_t seed = 1;
   std::string policy_name = "linucb";  ///< recorded in the database
+  /// The reward the policy learns from: "behaviour" (behaviour.hpp) or "paper" (reward.hpp's
+  /// trace novelty, what campaigns before the behaviour reward used).
+  std::string reward = "behaviour";
   select::ablation features = select::ablation::all();
   std::vector<std::string> configs;    ///< empty: the backend's default configurations
   fs::path worker_exe;                 ///< the program serving `worker --dir D`
@@ -124,6 +128,7 @@ struct options {
   return {{"seed", o.seed},
           {"policy_name", o.policy_name},
           {"policy_spec", o.policy_spec},
+          {"reward", o.reward},
           {"features", o.features.mask},
           {"configs", o.configs},
           {"accept_any", o.accept_any},
@@ -145,6 +150,7 @@ inline void apply_settings(options& o, const nlohmann::json& s) {
   take("seed", o.seed);
   take("policy_name", o.policy_name);
   take("policy_spec", o.policy_spec);
+  o.reward = s.value("reward", std::string("paper"));  // campaigns before the behaviour reward learnt from the trace
   take("features", o.features.mask);
   take("configs", o.configs);
   take("accept_any", o.accept_any);
@@ -407,6 +413,7 @@ class loop {
       if (!fs::is_regular_file(opt_.seed_model, ec)) bad(opt_.seed_model.string() + ": no such file");
     }
     if (opt_.timeout_cap.count() <= 0) bad("the timeout must be positive");
+    if (opt_.reward != "behaviour" && opt_.reward != "paper") bad("unknown reward `" + opt_.reward + "` (behaviour, paper)");
     if (opt_.corpus_size == 0) bad("the corpus keeps at least the original seed (--corpus >= 1)");
     if (opt_.rss_limit_bytes < 0) bad("the memory limit must be positive");
     const auto known = b_.configs();
@@ -705,10 +712,12 @@ class loop {
     for (const auto& f : findings_of(o, attributor_for(seed_model, req, none), nullptr)) {
       ids.push_back(record_finding(f, rec, req, opt_.out_dir / "current.pt"));
       corpus_root(f);
+      seed_disagreements_.push_back(disagreement_class(f.signature));
     }
     for (auto& f : nan_findings(seed_model, gen_->current_profile(), none)) {
       ids.push_back(record_finding(f, rec, req, opt_.out_dir / "current.pt"));
       corpus_root(f);
+      seed_disagreements_.push_back(disagreement_class(f.signature));
     }
     if (!ids.empty()) {
       rec.verdict = round_verdict::finding;
@@ -717,6 +726,8 @@ class loop {
     const auto nov = novelty_.observe_sets(o.reply->labels, o.reply->transition_labels());
     rec.new_labels = static_cast<std::int64_t>(nov.new_labels);
     rec.new_transitions = static_cast<std::int64_t>(nov.new_transitions);
+    behaviour_.seed(behaviour_of(seed_model, gen_->current_profile(), seed_disagreements_));
+    seed_disagreements_.clear();
     rec.phase_ms["judge"] = ms_since(t);
     status_.last = ids.empty() ? "seed agrees in every configuration" : "seed: " + std::to_string(ids.size()) + " finding(s)";
     finish_round(rec);
@@ -812,6 +823,7 @@ class loop {
     rec.arm = pick.c.op;
     rec.context = pick.x.x;
     rec.site = gen.site;
+    rec.extra_json = nlohmann::json{{"class", pick.cls}}.dump();
     if (auto* f = std::get_if<failure_type>(&gen.result)) {
       rec.verdict = round_verdict::rejected;
       rec.reason = f->message;
@@ -850,7 +862,7 @@ class loop {
     if (out.reply)  // where the worker spent it (execute.load, execute.configs, ...); the rest is IPC
       for (const auto& [k, v] : out.reply->phases) rec.phase_ms["execute." + k] = v;
     ++status_.executed;
-    rec.extra_json = nlohmann::json{{"elements", pick.elements()}}.dump();
+    rec.extra_json = nlohmann::json{{"class", pick.cls}, {"elements", pick.elements()}}.dump();
 
     t = clk::now();
     const attribution at = mutation_attribution(mu, b, op);
@@ -870,7 +882,7 @@ class loop {
       status_.last = std::string(found.empty() ? "crash" : oracle::to_string(found[0].signature.kind)) + " in " + op.name;
       record_window(true);
     } else {
-      judge_reply(out, mu, op, pick, b, at, rec, req, reward);
+      reward = judge_reply(out, mu, op, pick, b, at, rec, req);
     }
     rec.phase_ms["judge"] = ms_since(t) - accept_ms_ - rec.phase_ms["localise"];
     accept_ms_ = 0;
@@ -936,14 +948,15 @@ class loop {
     while (window_.size() > opt_.legal_window) window_.pop_front();
   }
 
-  void judge_reply(const run_outcome& out, mutant_type& mu, const match::compiled_operator& op,
-                   const chosen_candidate& pick, const match::bindings& b, const attribution& at, round_record& rec,
-                   const worker_request& req, double& reward) {
+  /// Judges a worker's reply to a mutant and returns the round's reward (0 unless it was legal).
+  double judge_reply(const run_outcome& out, mutant_type& mu, const match::compiled_operator& op,
+                     const chosen_candidate& pick, const match::bindings& b, const attribution& at, round_record& rec,
+                     const worker_request& req) {
     if (!out.reply || !out.reply->ok) {
       rec.verdict = round_verdict::worker_failure;
       rec.reason = out.reply ? out.reply->error : out.reply_error;
       status_.last = "worker failure";
-      return;
+      return 0;
     }
     const auto& reply = *out.reply;
     const auto& mm = Backend::mutant_model(mu);
@@ -961,7 +974,7 @@ class loop {
         status_.last = "illegal " + op.name;
       }
       record_window(false);
-      return;
+      return 0;
     }
     // Legality on the mutant's own state (safe now: the worker ran it op by op).
     if (auto f = gen_->check(mu, pick, b)) {
@@ -969,7 +982,7 @@ class loop {
       rec.reason = f->message;
       status_.last = "illegal " + op.name;
       record_window(false);
-      return;
+      return 0;
     }
     ++status_.legal;
     record_window(true);
@@ -978,8 +991,10 @@ class loop {
     std::vector<std::string> ids;
     std::vector<observed_finding> shown;  // localised findings this mutant shows (roots if it is accepted)
     std::size_t inherited = 0;
+    std::vector<std::string> disagreements;  // classes of what it showed, new or inherited (the reward's)
     const auto l0 = std::chrono::steady_clock::now();
     auto consider = [&](const observed_finding& f) {
+      disagreements.push_back(disagreement_class(f.signature));
       if (auto root = inherited_root(f)) {
         ++inherited;
         (void)store_->add_finding(*root, rec.round, first_line(f.message), (fs::path("findings") / root->id()).string());
@@ -1009,11 +1024,21 @@ class loop {
     } else if (inherited) {
       rec.reason = std::to_string(inherited) + " disagreement(s) inherited from the seed";
     }
-    // Reward: novelty of the runtime trace (the reference ran, so the execution completed).
+    // Reward: novelty of the runtime trace (the reference ran, so the execution completed), and
+    // under the behaviour reward what else the round showed the campaign for the first time.
     const auto nov = novelty_.observe_sets(reply.labels, reply.transition_labels());
-    reward = nov.reward;
+    double reward = nov.reward;
     rec.new_labels = static_cast<std::int64_t>(nov.new_labels);
     rec.new_transitions = static_cast<std::int64_t>(nov.new_transitions);
+    {  // kept under either reward: flowmut compare counts the behaviours every policy reached
+      const auto r = behaviour_.observe(pick.c.op, pick.cls, op.preserves_values,
+                                        behaviour_of(mm, Backend::mutant_profile(mu), disagreements), nov.reward);
+      if (opt_.reward != "paper") reward = r.reward;
+      auto j = nlohmann::json::parse(rec.extra_json.empty() ? "{}" : rec.extra_json, nullptr, false);
+      if (j.is_discarded()) j = nlohmann::json::object();
+      j["behaviour"] = r.to_json();
+      rec.extra_json = j.dump();
+    }
     // Metrics over legal test cases.
     tracker_->observe(b_.observe(mm, Backend::mutant_profile(mu)));
     // Accept: a healthy mutant becomes the next seed (its probe is its profile).
@@ -1038,6 +1063,33 @@ class loop {
       notes_.push_back("not accepted: " + why_not);
     }
     if (status_.last.empty() || rec.verdict == round_verdict::legal) status_.last = "legal " + op.name;
+    return reward;
+  }
+
+  /// A disagreement's class for the reward: its kind, the configurations and the operator.
+  [[nodiscard]] static std::string disagreement_class(const oracle::finding_signature& s) {
+    return std::string(oracle::to_string(s.kind)) + " " + s.config_a + "|" + s.config_b + " " + s.culprit_op;
+  }
+
+  /// What a profiled model shows the behaviour reward: the operator kinds it runs and each
+  /// node's kind with its tensor inputs' state classes (class_of, plus aliased storage).
+  [[nodiscard]] static behaviour_observation behaviour_of(const model_type& m, const profile_type& p,
+                                                          std::vector<std::string> disagreements) {
+    behaviour_observation o;
+    o.disagreements = std::move(disagreements);
+    const auto& g = Backend::graph(m);
+    std::vector<std::string> classes;
+    for (auto n : g.nodes()) {
+      const std::string kind(Backend::kind(m, n));
+      o.kinds.push_back(kind);
+      classes.clear();
+      for (auto e : g.inputs(n))
+        if (const auto* ep = Backend::edge_profile(p, e); ep && !ep->runs.empty() &&
+                                                          ep->runs[0].kind == state::value_kind::tensor)
+          classes.push_back(state::class_of(ep->runs[0]) + (ep->runs[0].aliased() ? " aliased" : ""));
+      o.input_classes.push_back(input_class_key(kind, classes));
+    }
+    return o;
   }
 
   /// The largest finite |value| of any floating tensor edge of a profiled model.
@@ -1418,6 +1470,7 @@ class loop {
                          {"seed", "current.pt"},
                          {"rng", rng_state.str()},
                          {"novelty", novelty_.to_json()},
+                         {"behaviour", behaviour_.to_json()},
                          {"metrics", tracker_->to_json()},
                          {"seed_times", perf_.seed_times},
                          {"timeout_ms", timeout_.count()},
@@ -1440,6 +1493,7 @@ class loop {
     std::istringstream rng_state(st.at("rng").get<std::string>());
     rng_state >> gen_->random();
     novelty_ = trace_novelty::from_json(st.at("novelty"));
+    behaviour_ = behaviour_history::from_json(st.value("behaviour", nlohmann::json::object()));
     tracker_.emplace(metrics::tracker::from_json(st.at("metrics"), space_));
     perf_.seed_times = st.value("seed_times", std::map<std::string, double>{});
     status_.legal = st.value("legal", std::size_t{0});
@@ -1464,14 +1518,15 @@ class loop {
     for (const auto& r : store_->rounds()) {
       if (r.round >= static_cast<std::int64_t>(round_)) break;
       if (r.arm < 0 || r.verdict == round_verdict::no_candidate) continue;
+      const auto extra = nlohmann::json::parse(r.extra_json.empty() ? "{}" : r.extra_json, nullptr, false);
+      const std::uint64_t cls = !extra.is_discarded() && extra.contains("class") ? extra["class"].get<std::uint64_t>() : 0;
       if (r.verdict == round_verdict::rejected) {
-        gen_->replay(select::context{r.context}, static_cast<std::uint32_t>(r.arm), 0.0, {});
+        gen_->replay(select::context{r.context}, static_cast<std::uint32_t>(r.arm), cls, 0.0, {});
         continue;
       }
-      const auto extra = nlohmann::json::parse(r.extra_json.empty() ? "{}" : r.extra_json, nullptr, false);
       std::vector<std::uint64_t> el;
       if (!extra.is_discarded() && extra.contains("elements")) el = extra["elements"].get<std::vector<std::uint64_t>>();
-      gen_->replay(select::context{r.context}, static_cast<std::uint32_t>(r.arm), r.reward, el);
+      gen_->replay(select::context{r.context}, static_cast<std::uint32_t>(r.arm), cls, r.reward, el);
     }
     for (const auto& f : store_->findings()) {
       known_findings_.insert(f.id);
@@ -1489,6 +1544,8 @@ class loop {
   std::optional<typename Backend::inputs_type> inputs_;
   std::optional<run_outcome> seed_outcome_;  ///< the seed's calibration run: round 0
   trace_novelty novelty_;
+  behaviour_history behaviour_;
+  std::vector<std::string> seed_disagreements_;  ///< round 0's, for behaviour_.seed
   std::vector<std::string> universe_;
   metrics::test_space space_;
   std::optional<metrics::tracker> tracker_;

@@ -1,15 +1,16 @@
 #pragma once
 /// \file
 /// Selection policies behind one concept, composed at compile time (DESIGN.md section 3):
-/// LinUCB (the method's policy) and the paper's baselines UCB1, random search, fixed
-/// priority and one-shot. A campaign holds a policy P checked with
-/// `check_selection_policy<P>()`, which fails with one line naming the concept.
+/// LinUCB (the method's policy), the paper's baselines UCB1, random search, fixed priority and
+/// one-shot, and an AFL-style queue scheduler over (operator, site class). A campaign holds a
+/// policy P checked with `check_selection_policy<P>()`, which fails with one line naming the concept.
 ///
 /// Every policy is deterministic given the state of the `std::mt19937_64` passed to select:
 /// random draws use `uniform_index` (defined on the generator's output, which the standard
 /// fixes) instead of std::uniform_int_distribution (whose algorithm it does not fix).
 /// Depends on the standard library only.
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <concepts>
@@ -17,6 +18,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
+#include <map>
 #include <random>
 #include <span>
 #include <vector>
@@ -186,6 +188,55 @@ class linucb {
   std::array<double, d> b_{};
   std::array<double, d> theta_{};
   std::size_t rounds_ = 0;
+};
+
+// ---- LinUCB with one model per operator ----------------------------------------------------
+
+/// LinUCB with disjoint models (Li et al. 2010, Algorithm 1): one ridge model (A_a, b_a) per
+/// arm (operator) over the same context. An operator whose rounds earn nothing sees its
+/// estimate fall and its exploration bonus shrink as its A_a grows, while an operator never
+/// played keeps the full bonus alpha ||x|| / sqrt(lambda): the shared model of `linucb` cannot
+/// tell operators apart, so one whose candidates have large features keeps winning whatever
+/// it earns (the collapse onto always-applicable rewrites). Ties to the lowest index.
+class linucb_per_arm {
+ public:
+  using options = linucb_options;
+
+  linucb_per_arm() = default;
+  explicit linucb_per_arm(options opt) : opt_(opt) {}
+
+  /// O(N d^2). Precondition: arms.size() == candidates.size().
+  std::size_t select(std::span<const context> candidates, std::span<const std::uint32_t> arms, rng& /*r*/) {
+    if (candidates.empty()) return no_candidate;
+    std::size_t best = 0;
+    double best_score = -std::numeric_limits<double>::infinity();
+    bool found = false;
+    for (std::size_t k = 0; k < candidates.size(); ++k) {
+      const double score = model(arms[k]).score(candidates[k]);
+      if (score > best_score || (!found && score == best_score)) {
+        best = k;
+        best_score = score;
+        found = true;
+      }
+    }
+    return best;
+  }
+
+  void update(const context& chosen, std::uint32_t arm, double reward) { model(arm).update(chosen, arm, reward); }
+
+  [[nodiscard]] std::size_t rounds(std::uint32_t arm) const {
+    const auto it = models_.find(arm);
+    return it == models_.end() ? 0 : it->second.rounds();
+  }
+
+ private:
+  linucb& model(std::uint32_t arm) {
+    auto it = models_.find(arm);
+    if (it == models_.end()) it = models_.emplace(arm, linucb(opt_)).first;
+    return it->second;
+  }
+  options opt_;
+  std::map<std::uint32_t, linucb> models_;
 };
 
 // ---- UCB1 --------------------------------------------------------------------------------
@@ -363,7 +414,117 @@ class one_shot {
   std::vector<bool> used_;
 };
 
+// ---- queue scheduler (AFL-style) -----------------------------------------------------------
+
+/// A policy that also sees each candidate's site class (a 64-bit key: operator, producer kind
+/// of the anchor, its dtype and rank; campaign/generator.hpp) and learns per class. The
+/// generator calls these overloads when the policy has them (any_policy forwards them to the
+/// policies that have them, and drops the classes for the others).
+template <class P>
+concept class_aware_policy =
+    selection_policy<P> && requires(P& p, std::span<const context> candidates, std::span<const std::uint32_t> arms,
+                                    std::span<const std::uint64_t> classes, rng& r, const context& chosen,
+                                    std::uint32_t arm, std::uint64_t cls, double reward) {
+      { p.select(candidates, arms, classes, r) } -> std::same_as<std::size_t>;
+      { p.update(chosen, arm, cls, reward) } -> std::same_as<void>;
+    };
+
+/// Options of queue_scheduler.
+struct queue_options {
+  /// An operator whose rounds earned the full reward on average is scheduled as if it had been
+  /// played 1 + bonus times less often: at most (1 + bonus) times the share of a barren one.
+  double bonus = 1.0;
+};
+
+/// An AFL-style queue over (operator, site class), favouring rarely exercised arms: select
+/// takes the operator present with the lowest energy-weighted play count
+/// plays(op) / (1 + bonus * mean reward(op)) (ties: a uniformly random one), then, among that
+/// operator's candidates, the site class played least (ties: a uniformly random candidate). Every
+/// applicable operator therefore gets its turn before any gets a second, an operator whose
+/// rounds keep teaching something new gets up to (1 + bonus) turns per cycle, and an operator
+/// with a thousand sites gets no more turns than one with a single site (the collapse of
+/// LinUCB and random onto always-applicable rewrites). Deterministic given the generator.
+class queue_scheduler {
+ public:
+  using options = queue_options;
+
+  queue_scheduler() = default;
+  explicit queue_scheduler(options opt) : opt_(opt) {}
+
+  /// Without site classes (the 3-argument form every policy has): each operator is one class.
+  std::size_t select(std::span<const context> candidates, std::span<const std::uint32_t> arms, rng& r) {
+    scratch_.assign(arms.begin(), arms.end());
+    return select(candidates, arms, std::span<const std::uint64_t>(scratch_), r);
+  }
+
+  /// O(N log classes) time. Precondition: arms.size() == classes.size() == candidates.size().
+  std::size_t select(std::span<const context> candidates, std::span<const std::uint32_t> arms,
+                     std::span<const std::uint64_t> classes, rng& r) {
+    if (candidates.empty()) return no_candidate;
+    // The operator: lowest weighted plays, ties to a uniformly random one of the tied (so that
+    // short campaigns with other seeds start elsewhere).
+    double best_w = std::numeric_limits<double>::infinity();
+    for (std::uint32_t a : arms) best_w = std::min(best_w, weight(a));
+    tied_.clear();
+    for (std::uint32_t a : arms)
+      if (weight(a) == best_w) tied_.push_back(a);
+    std::sort(tied_.begin(), tied_.end());
+    tied_.erase(std::unique(tied_.begin(), tied_.end()), tied_.end());
+    const std::uint32_t best = tied_[uniform_index(r, tied_.size())];
+    // Its least played class.
+    std::uint64_t least = std::numeric_limits<std::uint64_t>::max();
+    for (std::size_t i = 0; i < arms.size(); ++i)
+      if (arms[i] == best) least = std::min(least, class_plays(best, classes[i]));
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < arms.size(); ++i) n += arms[i] == best && class_plays(best, classes[i]) == least;
+    std::size_t pick = uniform_index(r, n);
+    for (std::size_t i = 0; i < arms.size(); ++i)
+      if (arms[i] == best && class_plays(best, classes[i]) == least && pick-- == 0) return i;
+    return 0;  // unreachable
+  }
+
+  void update(const context& chosen, std::uint32_t arm, double reward) { update(chosen, arm, arm, reward); }
+  void update(const context& /*chosen*/, std::uint32_t arm, std::uint64_t cls, double reward) {
+    auto& s = ops_[arm];
+    ++s.plays;
+    s.reward += reward;
+    ++classes_[key(arm, cls)];
+  }
+
+  [[nodiscard]] std::uint64_t plays(std::uint32_t arm) const noexcept {
+    const auto it = ops_.find(arm);
+    return it == ops_.end() ? 0 : it->second.plays;
+  }
+  [[nodiscard]] std::uint64_t class_plays(std::uint32_t arm, std::uint64_t cls) const noexcept {
+    const auto it = classes_.find(key(arm, cls));
+    return it == classes_.end() ? 0 : it->second;
+  }
+
+ private:
+  struct op_stats {
+    std::uint64_t plays = 0;
+    double reward = 0;
+  };
+  [[nodiscard]] double weight(std::uint32_t arm) const noexcept {
+    const auto it = ops_.find(arm);
+    if (it == ops_.end() || it->second.plays == 0) return 0.0;
+    const double n = static_cast<double>(it->second.plays);
+    const double mean = std::clamp(it->second.reward / n, 0.0, 1.0);
+    return n / (1.0 + opt_.bonus * mean);
+  }
+  [[nodiscard]] static std::uint64_t key(std::uint32_t arm, std::uint64_t cls) noexcept {
+    return hash_combine(0x7175657565ull + arm, cls);
+  }
+  options opt_;
+  std::map<std::uint32_t, op_stats> ops_;
+  std::map<std::uint64_t, std::uint64_t> classes_;
+  std::vector<std::uint64_t> scratch_;
+  std::vector<std::uint32_t> tied_;
+};
+
 static_assert(selection_policy<linucb> && selection_policy<ucb1> && selection_policy<random_search> &&
-              selection_policy<fixed_priority> && selection_policy<one_shot>);
+              selection_policy<fixed_priority> && selection_policy<one_shot> &&
+              class_aware_policy<queue_scheduler> && !class_aware_policy<linucb> &&
+              selection_policy<linucb_per_arm>);
 
 }  // namespace tfg::select

@@ -8,7 +8,7 @@
 ///     auto p = tfg::select::make_policy("linucb", {.alpha = 0.5});   // expected<any_policy>
 ///     auto a = tfg::select::parse_ablation("no-P");                 // expected<ablation>
 ///
-/// Names: linucb, ucb1, random, fixed, one-shot. Ablations: all, coverage-only, impact-only,
+/// Names: linucb, linucb-op, ucb1, random, queue, fixed, one-shot. Ablations: all, coverage-only, impact-only,
 /// no-L, no-T, no-M, no-P, no-I (the context features of features.hpp).
 #include <cstddef>
 #include <cstdint>
@@ -42,12 +42,23 @@ class any_policy {
     return impl_->select(candidates, arms, r);
   }
   void update(const context& chosen, std::uint32_t arm, double reward) { impl_->update(chosen, arm, reward); }
+  /// With site classes: forwarded to a class_aware_policy, dropped for the others.
+  std::size_t select(std::span<const context> candidates, std::span<const std::uint32_t> arms,
+                     std::span<const std::uint64_t> classes, rng& r) {
+    return impl_->select(candidates, arms, classes, r);
+  }
+  void update(const context& chosen, std::uint32_t arm, std::uint64_t cls, double reward) {
+    impl_->update(chosen, arm, cls, reward);
+  }
 
  private:
   struct base {
     virtual ~base() = default;
     virtual std::size_t select(std::span<const context>, std::span<const std::uint32_t>, rng&) = 0;
     virtual void update(const context&, std::uint32_t, double) = 0;
+    virtual std::size_t select(std::span<const context>, std::span<const std::uint32_t>, std::span<const std::uint64_t>,
+                               rng&) = 0;
+    virtual void update(const context&, std::uint32_t, std::uint64_t, double) = 0;
   };
   template <class P>
   struct holder final : base {
@@ -56,12 +67,21 @@ class any_policy {
       return p.select(c, a, r);
     }
     void update(const context& x, std::uint32_t arm, double reward) override { p.update(x, arm, reward); }
+    std::size_t select(std::span<const context> c, std::span<const std::uint32_t> a, std::span<const std::uint64_t> k,
+                       rng& r) override {
+      if constexpr (class_aware_policy<P>) return p.select(c, a, k, r);
+      else return p.select(c, a, r);
+    }
+    void update(const context& x, std::uint32_t arm, std::uint64_t cls, double reward) override {
+      if constexpr (class_aware_policy<P>) p.update(x, arm, cls, reward);
+      else p.update(x, arm, reward);
+    }
     P p;
   };
   std::unique_ptr<base> impl_;
 };
 
-static_assert(selection_policy<any_policy>);
+static_assert(selection_policy<any_policy> && class_aware_policy<any_policy>);
 
 /// Everything a named policy may be configured with.
 struct policy_options {
@@ -71,7 +91,7 @@ struct policy_options {
 };
 
 /// The policy names make_policy knows, in the order tools list them.
-inline constexpr std::string_view policy_names[] = {"linucb", "ucb1", "random", "fixed", "one-shot"};
+inline constexpr std::string_view policy_names[] = {"linucb", "linucb-op", "ucb1", "random", "queue", "fixed", "one-shot"};
 
 /// The policy called `name`, or an error that lists the known names.
 [[nodiscard]] inline tfg::expected<any_policy, std::string> make_policy(std::string_view name,
@@ -82,6 +102,12 @@ inline constexpr std::string_view policy_names[] = {"linucb", "ucb1", "random", 
     lo.features = o.features;
     return any_policy(linucb(lo));
   }
+  if (name == "linucb-op") {
+    linucb_options lo;
+    lo.alpha = o.alpha;
+    lo.features = o.features;
+    return any_policy(linucb_per_arm(lo));
+  }
   if (name == "ucb1") return any_policy(ucb1());
   if (name == "random") return any_policy(random_search());
   if (name == "fixed") {
@@ -90,7 +116,8 @@ inline constexpr std::string_view policy_names[] = {"linucb", "ucb1", "random", 
     return any_policy(fixed_priority(std::span<const std::uint32_t>(order)));
   }
   if (name == "one-shot") return any_policy(one_shot());
-  return tfg::unexpected("unknown policy `" + std::string(name) + "` (linucb, ucb1, random, fixed, one-shot)");
+  if (name == "queue") return any_policy(queue_scheduler());
+  return tfg::unexpected("unknown policy `" + std::string(name) + "` (linucb, linucb-op, ucb1, random, queue, fixed, one-shot)");
 }
 
 /// The ablation called `name`, or an error that lists the known names.

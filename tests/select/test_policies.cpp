@@ -228,7 +228,8 @@ TEST_CASE("select/ucb1: plays every arm once first, then exploits") {
     first.push_back(arms[i]);
     p.update(cs[i], arms[i], arms[i] == 1 ? 1.0 : 0.0);
   }
-  CHECK(first == std::vector<std::uint32_t>{0, 1, 2});  // unplayed arms first, lowest id
+  std::sort(first.begin(), first.end());
+  CHECK(first == std::vector<std::uint32_t>{0, 1, 2});  // every unplayed arm first
   for (int t = 0; t < 200; ++t) {
     const std::size_t i = p.select(cs, arms, r);
     p.update(cs[i], arms[i], arms[i] == 1 ? 1.0 : 0.0);
@@ -250,9 +251,8 @@ TEST_CASE("select/ucb1: plays every arm once first, then exploits") {
     for (int t = 0; t < 50; ++t) picks_b.push_back(q.select(cs, arms, rb));
   }
   CHECK(picks_a == picks_b);
-  CHECK(std::count(picks_a.begin(), picks_a.end(), 1u) > 0);  // arm 0's candidates: 1 and 4
-  CHECK(std::count(picks_a.begin(), picks_a.end(), 4u) > 0);
-  CHECK(std::all_of(picks_a.begin(), picks_a.end(), [](std::size_t i) { return i == 1 || i == 4; }));
+  // Never updated, every arm ties: a random arm, then a random candidate of it (all six seen).
+  for (std::size_t c = 0; c < cs.size(); ++c) CHECK(std::count(picks_a.begin(), picks_a.end(), c) > 0);
 }
 
 TEST_CASE("select/random_search: uniform and reproducible") {

@@ -249,7 +249,8 @@ struct ucb1_options {
 /// UCB1 (Auer et al. 2002) over arms (operators), ignoring contexts. An arm's index is
 /// mean reward + c sqrt(2 ln t / n_arm), t = total updates; an arm that has never been
 /// updated ranks first. select picks the best arm present among the candidates (ties and
-/// several unplayed arms: the lowest arm id), then a uniformly random candidate of it.
+/// several unplayed arms: a uniformly random one of them), then a uniformly random candidate
+/// of it.
 class ucb1 {
  public:
   using options = ucb1_options;
@@ -268,9 +269,16 @@ class ucb1 {
       index_[a] = plays_[a] == 0 ? std::numeric_limits<double>::infinity()
                                  : sum_[a] / static_cast<double>(plays_[a]) +
                                        opt_.c * std::sqrt(2.0 * log_t / static_cast<double>(plays_[a]));
-    std::uint32_t best = arms[0];
+    // The best index; ties (every unplayed arm, at first) to a uniformly random arm among the
+    // tied, so that campaigns with other seeds do not start with the same operators.
+    double top = -std::numeric_limits<double>::infinity();
+    for (std::uint32_t a : arms) top = std::max(top, index_[a]);
+    tied_.clear();
     for (std::uint32_t a : arms)
-      if (index_[a] > index_[best] || (index_[a] == index_[best] && a < best)) best = a;
+      if (index_[a] == top) tied_.push_back(a);
+    std::sort(tied_.begin(), tied_.end());
+    tied_.erase(std::unique(tied_.begin(), tied_.end()), tied_.end());
+    const std::uint32_t best = tied_[uniform_index(r, tied_.size())];
     std::size_t n_best = 0;
     for (std::uint32_t a : arms) n_best += a == best;
     std::size_t pick = uniform_index(r, n_best);
@@ -305,6 +313,7 @@ class ucb1 {
   std::vector<std::uint64_t> plays_;
   std::vector<double> sum_;
   std::vector<double> index_;  // scratch for select, reused to avoid allocation
+  std::vector<std::uint32_t> tied_;
   std::uint64_t total_ = 0;
 };
 

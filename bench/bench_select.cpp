@@ -32,6 +32,13 @@ std::vector<sel::context> random_contexts(std::size_t n, std::uint64_t seed) {
   return cs;
 }
 
+/// n arm ids uniform in [0, k).
+std::vector<std::uint32_t> random_arms(std::size_t n, std::uint32_t k, sel::rng& r) {
+  std::vector<std::uint32_t> arms(n);
+  for (auto& a : arms) a = static_cast<std::uint32_t>(sel::uniform_index(r, k));
+  return arms;
+}
+
 sel::linucb trained_linucb() {
   sel::linucb p;
   const auto xs = random_contexts(1000, 2);
@@ -68,8 +75,7 @@ void BM_ucb1_select(benchmark::State& state) {
   const auto k = static_cast<std::uint32_t>(state.range(1));
   const auto cs = random_contexts(n, 5);
   sel::rng r(6);
-  std::vector<std::uint32_t> arms(n);
-  for (auto& a : arms) a = static_cast<std::uint32_t>(sel::uniform_index(r, k));
+  const auto arms = random_arms(n, k, r);
   sel::ucb1 p(k);
   for (std::uint32_t a = 0; a < k; ++a)
     for (std::uint32_t t = 0; t <= a % 7; ++t) p.update(cs[0], a, static_cast<double>(a % 5) * 0.2);
@@ -83,8 +89,7 @@ void BM_linucb_op_select(benchmark::State& state) {
   const auto k = static_cast<std::uint32_t>(state.range(1));
   const auto cs = random_contexts(n, 5);
   sel::rng r(6);
-  std::vector<std::uint32_t> arms(n);
-  for (auto& a : arms) a = static_cast<std::uint32_t>(sel::uniform_index(r, k));
+  const auto arms = random_arms(n, k, r);
   sel::linucb_per_arm p;
   const auto xs = random_contexts(1000, 2);
   for (std::size_t i = 0; i < xs.size(); ++i) p.update(xs[i], static_cast<std::uint32_t>(i % k), xs[i].x[3] * 0.5);

@@ -905,9 +905,14 @@ class loop {
         why[r.config] = first_line(std::string(e));
       }
     if (why.empty()) return;
+    put_extra(rec, "unsupported", std::move(why));
+  }
+
+  /// Sets `key` in a round's extra_json object, keeping what it holds.
+  static void put_extra(round_record& rec, const char* key, nlohmann::json value) {
     auto j = nlohmann::json::parse(rec.extra_json.empty() ? "{}" : rec.extra_json, nullptr, false);
     if (j.is_discarded()) j = nlohmann::json::object();
-    j["unsupported"] = std::move(why);
+    j[key] = std::move(value);
     rec.extra_json = j.dump();
   }
 
@@ -926,12 +931,7 @@ class loop {
       }
     }
     if (!switched_.empty()) notes_.insert(notes_.begin(), std::exchange(switched_, {}));
-    if (!notes_.empty()) {
-      auto j = nlohmann::json::parse(rec.extra_json.empty() ? "{}" : rec.extra_json, nullptr, false);
-      if (j.is_discarded()) j = nlohmann::json::object();
-      j["notes"] = std::exchange(notes_, {});
-      rec.extra_json = j.dump();
-    }
+    if (!notes_.empty()) put_extra(rec, "notes", std::exchange(notes_, {}));
     store_->put_round(rec);
     record_metrics();
   }
@@ -1034,10 +1034,7 @@ class loop {
       const auto r = behaviour_.observe(pick.c.op, pick.cls, op.preserves_values,
                                         behaviour_of(mm, Backend::mutant_profile(mu), disagreements), nov.reward);
       if (opt_.reward != "paper") reward = r.reward;
-      auto j = nlohmann::json::parse(rec.extra_json.empty() ? "{}" : rec.extra_json, nullptr, false);
-      if (j.is_discarded()) j = nlohmann::json::object();
-      j["behaviour"] = r.to_json();
-      rec.extra_json = j.dump();
+      put_extra(rec, "behaviour", r.to_json());
     }
     // Metrics over legal test cases.
     tracker_->observe(b_.observe(mm, Backend::mutant_profile(mu)));

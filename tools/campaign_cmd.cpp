@@ -70,7 +70,7 @@ namespace {
 /// uninterrupted one would).
 void take_stored_settings(run_args& a) {
   // No campaign there: the campaign says so ("nothing to resume"), writing nothing.
-  if (!fs::exists(fs::path(a.out) / "state.json")) return;
+  if (!fs::exists(tfg::campaign::layout(a.out).state())) return;
   auto st = tfg::campaign::stored_settings(a.out);
   if (!st) return;  // a campaign of an older flowmut: the given settings
   const auto& s = *st;
@@ -125,11 +125,13 @@ void take_stored_settings(run_args& a) {
   };
   if (a.given.count("ops") && s.contains("operators") && !same_paths(a.op_dirs, s.value("operators_from", nlohmann::json())))
     throw std::invalid_argument("--ops: a resumed campaign keeps the operator pool it started with (its copy in " +
-                                (fs::path(a.out) / "operators").string() + ")");
+                                tfg::campaign::layout(a.out).operators_dir().string() + ")");
   if (a.given.count("shape"))
-    throw std::invalid_argument("--shape: a resumed campaign keeps its inputs (" + (fs::path(a.out) / "inputs.pt").string() + ")");
+    throw std::invalid_argument("--shape: a resumed campaign keeps its inputs (" +
+                                tfg::campaign::layout::of<tfg::torch::backend>(a.out).inputs().string() + ")");
   if (a.given.count("inputs") && !same_paths({a.inputs}, nlohmann::json::array({s.value("inputs_from", std::string())})))
-    throw std::invalid_argument("--inputs: a resumed campaign keeps its inputs (" + (fs::path(a.out) / "inputs.pt").string() + ")");
+    throw std::invalid_argument("--inputs: a resumed campaign keeps its inputs (" +
+                                tfg::campaign::layout::of<tfg::torch::backend>(a.out).inputs().string() + ")");
 }
 
 }  // namespace
@@ -297,7 +299,7 @@ int run_campaign_command(run_args a, const std::string& self_exe) {
         break;
       }
       std::fflush(stdout);
-      (void)run_reduce_command((fs::path(a.out) / "findings" / f.id).string(), self_exe, a.timeout_s,
+      (void)run_reduce_command(tfg::campaign::layout(a.out).finding(f.id).dir().string(), self_exe, a.timeout_s,
                                a.rss_limit_mb > 0 ? a.rss_limit_mb : 8192, default_python(), true, left,
                                /*build_cpp=*/false);  // about a minute each: `flowmut reduce` builds it
     }
@@ -308,10 +310,11 @@ int run_campaign_command(run_args a, const std::string& self_exe) {
 int run_repro_command(const std::string& dir, const std::string& self_exe, int timeout_s, std::int64_t rss_limit_mb,
                       const std::vector<std::string>& op_dirs) {
   namespace tc = tfg::campaign;
-  std::ifstream in(fs::path(dir) / "meta.json");
+  const auto folder = tc::finding_layout::of<tfg::torch::backend>(dir);
+  std::ifstream in(folder.meta());
   const auto meta = nlohmann::json::parse(in, nullptr, false);
   if (meta.is_discarded()) {
-    std::cerr << "flowmut repro: " << dir << " is not a finding folder (meta.json, mutant.pt)\n";
+    std::cerr << "flowmut repro: " << dir << " is not a finding folder (meta.json, " << folder.mutant_name() << ")\n";
     return 2;
   }
   std::printf("finding %s: %s\n", meta.value("id", "?").c_str(), meta.value("title", "?").c_str());
@@ -357,11 +360,12 @@ int run_repro_command(const std::string& dir, const std::string& self_exe, int t
 }
 
 int run_summary_command(const std::string& dir) {
-  if (!fs::is_regular_file(fs::path(dir) / "campaign.db")) {
+  const tfg::campaign::layout files(dir);
+  if (!fs::is_regular_file(files.database())) {
     std::cerr << "flowmut summary: " << dir << " is not a campaign folder (no campaign.db)\n";
     return 2;
   }
-  auto opened = tfg::campaign::store::open(fs::path(dir) / "campaign.db");
+  auto opened = tfg::campaign::store::open(files.database());
   if (!opened) {
     std::cerr << "flowmut: error: " << opened.error() << "\n";
     return 2;
@@ -428,11 +432,11 @@ int run_compare_command(compare_args a, const std::string& self_exe) {
         r.seed = a.seed + k;
         r.timeout_s = a.timeout_s;
         r.quiet = true;
-        r.resume = a.resume && fs::exists(fs::path(r.out) / "state.json");
+        r.resume = a.resume && fs::exists(tc::layout(r.out).state());
         r.force = !r.resume;
         if (r.resume) {
           // A campaign that has its rounds already is read, not resumed (no worker, no seed run).
-          auto db = tfg::campaign::store::open(fs::path(r.out) / "campaign.db");
+          auto db = tfg::campaign::store::open(tc::layout(r.out).database());
           if (db && db->rounds().size() > a.rounds) {
             std::fprintf(stderr, "compare: %s: done (%zu rounds), read\n", r.out.c_str(), a.rounds);
             rows[p].campaigns.push_back(tc::figures_of(r.out));

@@ -5,6 +5,7 @@
 #include "commands.hpp"
 
 #include <tfg/campaign/fuzz.hpp>
+#include <tfg/campaign/layout.hpp>
 #include <tfg/campaign/report.hpp>
 #include <tfg/campaign/sarif.hpp>
 #include <tfg/campaign/store.hpp>
@@ -75,7 +76,7 @@ struct job {
 /// What a unit's campaign checkpoint says (written after every round, atomically).
 campaign_view view_of(const fs::path& dir) {
   campaign_view v;
-  const auto st = read_json(dir / "state.json");
+  const auto st = read_json(tc::layout(dir).state());
   if (!st.is_object()) return v;
   v.exists = true;
   v.round = st.value("round", std::size_t{0});
@@ -93,8 +94,9 @@ double signatures_of(const tc::store& db) {
 }
 
 double signatures_of(const fs::path& dir) {
-  if (!fs::is_regular_file(dir / "campaign.db")) return 0;
-  auto db = tc::store::open(dir / "campaign.db");
+  const tc::layout files(dir);
+  if (!fs::is_regular_file(files.database())) return 0;
+  auto db = tc::store::open(files.database());
   return db ? signatures_of(*db) : 0;
 }
 
@@ -102,8 +104,9 @@ double signatures_of(const fs::path& dir) {
 /// output to logs/UNIT.log. The child dies with this process (PR_SET_PDEATHSIG).
 pid_t start_slice(const std::string& self_exe, const fuzz_args& a, const tc::fuzz_unit& u, const fs::path& out,
                   double slice_s) {
-  const fs::path dir = out / "campaigns" / u.name;
-  const bool resume = fs::exists(dir / "state.json");
+  const auto campaign = tc::fuzz_layout(out).campaign(u.name);
+  const fs::path dir = campaign.root();
+  const bool resume = fs::exists(campaign.state());
   std::vector<std::string> args = {self_exe, "run"};
   if (!resume) {
     args.push_back(u.seed.string());
@@ -122,8 +125,8 @@ pid_t start_slice(const std::string& self_exe, const fuzz_args& a, const tc::fuz
   args.insert(args.end(), {"--reduce-budget", "0"});
   // The campaign's own default unless given (it raises the cap for compiled configurations).
   if (a.given.count("timeout")) args.insert(args.end(), {"--timeout", std::to_string(a.timeout_s)});
-  fs::create_directories(out / "logs");
-  const std::string log = (out / "logs" / (u.name + ".log")).string();
+  fs::create_directories(tc::fuzz_layout(out).logs_dir());
+  const std::string log = tc::fuzz_layout(out).log(u.name).string();
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error("fork failed");
@@ -168,7 +171,7 @@ void write_fuzz_report(const fs::path& out, const tc::findings_index& idx, const
   std::size_t rounds = 0;
   double seconds = 0;
   for (const auto& u : units) rounds += u.round, seconds += u.seconds;
-  write_file_atomic(out / "findings.sarif", tc::sarif_log(out, rows, tc::finding_metas(out, rows), rounds).dump(2) + "\n");
+  write_file_atomic(tc::fuzz_layout(out).findings_sarif(), tc::sarif_log(out, rows, tc::finding_metas(out, rows), rounds).dump(2) + "\n");
   std::ostringstream h;
   h << "<!doctype html><html><head><meta charset=\"utf-8\"><title>flowmut " << esc(what) << "</title><style>"
     << tc::report_detail::style << "</style></head><body><h1>flowmut " << esc(what) << "</h1><table class=\"summary\">";
@@ -190,15 +193,16 @@ void write_fuzz_report(const fs::path& out, const tc::findings_index& idx, const
     const auto& r = f->row;
     std::string wit;
     for (const auto& w : f->witnesses) {
-      const bool local = fs::is_regular_file(out / "campaigns" / w.unit / "report.html");
-      wit += (local ? "<a href=\"campaigns/" + esc(w.unit) + "/report.html\">" + esc(w.unit) + "</a>" : esc(w.unit)) +
+      const auto report = tc::fuzz_layout(out).campaign(w.unit).report();
+      const bool local = fs::is_regular_file(report);
+      wit += (local ? "<a href=\"" + esc(report.lexically_relative(out).generic_string()) + "\">" + esc(w.unit) + "</a>" : esc(w.unit)) +
              " (round " + std::to_string(w.first_round) + ")<br>";
     }
     std::string repro = "<span class=\"muted\">not reduced</span>";
-    for (const char* file : {"repro.py", "issue.md"})
+    for (const std::string_view file : {tc::finding_layout::repro_py_name(), tc::finding_layout::issue_name()})
       if (fs::is_regular_file(out / r.dir / file)) {
         if (repro.find("muted") != std::string::npos) repro.clear();
-        repro += "<a href=\"" + esc(r.dir) + "/" + file + "\">" + file + "</a> ";
+        repro += "<a href=\"" + esc(r.dir) + "/" + std::string(file) + "\">" + std::string(file) + "</a> ";
       }
     h << "<tr class=\"finding" << (tc::indexed_finding::is_flaky(f) ? " flaky" : "") << "\"><td>" << defect << "</td><td>"
       << esc(r.id) << "</td><td>" << esc(r.kind) << "</td><td>" << esc(r.culprit_op) << "</td><td>" << esc(r.config_a)
@@ -239,12 +243,12 @@ void write_fuzz_report(const fs::path& out, const tc::findings_index& idx, const
       << "</td></tr>";
   h << "</table><p class=\"muted\">Written by flowmut; findings.jsonl (the index, witnesses included) and findings.sarif "
        "beside it.</p></body></html>\n";
-  write_file_atomic(out / "report.html", h.str());
+  write_file_atomic(tc::fuzz_layout(out).report(), h.str());
 }
 
 class fuzz_job {
  public:
-  fuzz_job(fuzz_args a, std::string self_exe) : a_(std::move(a)), self_(std::move(self_exe)), out_(a_.out) {}
+  fuzz_job(fuzz_args a, std::string self_exe) : a_(std::move(a)), self_(std::move(self_exe)), out_(a_.out), files_(out_) {}
 
   int run() {
     setup();
@@ -282,9 +286,9 @@ class fuzz_job {
     save_state();
     write_index();
     for (const auto& u : units_)
-      if (fs::is_regular_file(out_ / "campaigns" / u.name / "campaign.db")) {
+      if (fs::is_regular_file(files_.campaign(u.name).database())) {
         try {
-          (void)tc::write_report(out_ / "campaigns" / u.name, known_);
+          (void)tc::write_report(files_.campaign(u.name).root(), known_);
         } catch (const std::exception& e) {
           std::fprintf(stderr, "fuzz: no report for %s: %s\n", u.name.c_str(), e.what());
         }
@@ -304,7 +308,7 @@ class fuzz_job {
   static constexpr double min_slice_s = 5;
 
   void setup() {
-    const fs::path state_file = out_ / "fuzz.json";
+    const fs::path state_file = files_.state();
     if (a_.resume) {
       state_ = read_json(state_file);
       if (!state_.is_object() || !state_.contains("settings"))
@@ -335,7 +339,7 @@ class fuzz_job {
         throw std::invalid_argument(out_.string() + " holds a fuzzing job: --resume to continue it, --force to start over");
       if (a_.force) {
         std::error_code ec;
-        for (const char* sub : {"campaigns", "findings", "logs"}) fs::remove_all(out_ / sub, ec);
+        for (const auto& sub : files_.folders()) fs::remove_all(sub, ec);
         fs::remove(state_file, ec);
       }
       if (a_.time_s <= 0) throw std::invalid_argument("--time is required (e.g. --time 10m)");
@@ -368,12 +372,12 @@ class fuzz_job {
     state_["units"] = units_;
     state_["picks"] = picks_;
     if (!state_.contains("used_s")) state_["used_s"] = 0.0;
-    write_file_atomic(out_ / "fuzz.json", state_.dump(1) + "\n");
+    write_file_atomic(files_.state(), state_.dump(1) + "\n");
   }
 
   void rebuild_unit(const tc::fuzz_unit& u) {
-    const auto dir = out_ / "campaigns" / u.name;
-    if (fs::is_regular_file(dir / "campaign.db")) index_.add_campaign(u, dir);
+    const auto campaign = files_.campaign(u.name);
+    if (fs::is_regular_file(campaign.database())) index_.add_campaign(u, campaign.root());
   }
 
   void start_jobs(double l) {
@@ -386,7 +390,7 @@ class fuzz_job {
       // At least four times what the campaign took to get going last time (its import, profiling
       // and first round), so that start-up stays under a fifth of a slice.
       j.slice_s = std::min(std::max(slice_, 4 * u.setup_s), l);
-      const auto dir = out_ / "campaigns" / u.name;
+      const auto dir = files_.campaign(u.name).root();
       j.view = view_of(dir);
       j.round_before = j.view.round;
       j.signatures_before = signatures_of(dir);
@@ -406,7 +410,7 @@ class fuzz_job {
       int status = 0;
       const pid_t r = ::waitpid(it->pid, &status, WNOHANG);
       if (r == 0) {
-        it->view = view_of(out_ / "campaigns" / units_[it->unit].name);
+        it->view = view_of(files_.campaign(units_[it->unit].name).root());
         if (it->first_round_s < 0 && it->view.round > it->round_before) it->first_round_s = seconds_since(it->started);
         // A slice far past its time (a round stuck beyond the campaign's own timeouts) is told to stop.
         // The campaigns' own cap (15 minutes with a compiled configuration): a slice whose seed
@@ -427,7 +431,7 @@ class fuzz_job {
 
   void finish(const job& j, int status) {
     auto& u = units_[j.unit];
-    const auto dir = out_ / "campaigns" / u.name;
+    const auto dir = files_.campaign(u.name).root();
     const double took = seconds_since(j.started);
     u.seconds += took;
     if (j.first_round_s >= 0) u.setup_s = j.first_round_s;
@@ -442,13 +446,13 @@ class fuzz_job {
       u.done = true;
       u.error = code < 0 ? "the campaign process was killed" : "the campaign exited " + std::to_string(code);
       {
-        std::ifstream log(out_ / "logs" / (u.name + ".log"));
+        std::ifstream log(files_.log(u.name));
         std::string line, said;
         while (std::getline(log, line))
           if (line.rfind("flowmut: error: ", 0) == 0) said = line.substr(16);
         if (!said.empty()) u.error += ": " + said.substr(0, 300);
       }
-      u.error += " (logs/" + u.name + ".log)";
+      u.error += " (" + tc::fuzz_layout::log_rel(u.name).string() + ")";
     }
     u.round = v.round;
     if (v.exists && v.round > a_.rounds) u.done = true;
@@ -456,8 +460,8 @@ class fuzz_job {
     std::size_t new_global = 0, new_unit = 0;
     double signatures = j.signatures_before;
     std::vector<std::string> fresh;
-    if (fs::is_regular_file(dir / "campaign.db")) {
-      if (auto db = tc::store::open(dir / "campaign.db")) {
+    if (fs::is_regular_file(tc::layout(dir).database())) {
+      if (auto db = tc::store::open(tc::layout(dir).database())) {
         const auto rows = db->findings();
         u.findings = rows.size();
         signatures = signatures_of(*db);
@@ -494,17 +498,17 @@ class fuzz_job {
   void write_index() {
     for (const auto* f : index_.entries()) {
       const auto& w = f->witnesses.front();
-      const fs::path from = fs::path(w.campaign_dir) / "findings" / f->row.id;
+      const fs::path from = tc::layout(w.campaign_dir).finding(f->row.id).dir();
       const fs::path to = out_ / f->row.dir;
-      const auto copied = read_json(to / "witness.json");
+      const auto copied = read_json(tc::finding_layout(to).witness());
       const bool current = copied.is_object() && copied.value("unit", "") == w.unit &&
                            copied.value("last_round", std::int64_t{-1}) == w.last_round &&
                            copied.value("instances", std::int64_t{-1}) == w.instances;
       if (current || !fs::is_directory(from)) continue;
       copy_finding(from, to);
-      write_file_atomic(to / "witness.json", nlohmann::json(w).dump(1) + "\n");
+      write_file_atomic(tc::finding_layout(to).witness(), nlohmann::json(w).dump(1) + "\n");
     }
-    write_file_atomic(out_ / "findings.jsonl", index_.to_jsonl(known_));
+    write_file_atomic(files_.findings_jsonl(), index_.to_jsonl(known_));
   }
 
   void reduce_findings() {
@@ -591,13 +595,14 @@ class fuzz_job {
         header = true;
         print_finding(f, "    ");
       }
-    std::printf("report: %s\nfindings: %s\n", fs::absolute(out_ / "report.html").c_str(),
-                fs::absolute(out_ / "findings.jsonl").c_str());
+    std::printf("report: %s\nfindings: %s\n", fs::absolute(files_.report()).c_str(),
+                fs::absolute(files_.findings_jsonl()).c_str());
   }
 
   fuzz_args a_;
   std::string self_;
   fs::path out_;
+  tc::fuzz_layout files_;
   nlohmann::json state_;
   std::vector<tc::fuzz_unit> units_;
   std::vector<bool> running_;
@@ -633,10 +638,10 @@ int run_merge_command(const std::vector<std::string>& dirs, const std::string& o
     for (const auto& d : dirs) {
       const fs::path p = fs::absolute(d).lexically_normal();
       if (p == o) throw std::invalid_argument(d + ": the output folder cannot be one of the inputs");
-      const auto state = read_json(p / "fuzz.json");
-      if (!state.is_object() || !fs::is_regular_file(p / "findings.jsonl"))
+      const auto state = read_json(tc::fuzz_layout(p).state());
+      if (!state.is_object() || !fs::is_regular_file(tc::fuzz_layout(p).findings_jsonl()))
         throw std::invalid_argument(d + ": not the output of flowmut fuzz or merge (fuzz.json, findings.jsonl)");
-      const auto part = tc::findings_index::from_jsonl(p / "findings.jsonl");
+      const auto part = tc::findings_index::from_jsonl(tc::fuzz_layout(p).findings_jsonl());
       for (const auto* f : part.entries())
         if (!f->witnesses.empty()) holder.emplace(sighting(*f), p);
       idx.add_index(part);
@@ -656,12 +661,12 @@ int run_merge_command(const std::vector<std::string>& dirs, const std::string& o
       if (fs::is_directory(from) && fs::absolute(from) != fs::absolute(to)) copy_finding(from, to);
     }
     const auto known = known_issues();
-    write_file_atomic(o / "findings.jsonl", idx.to_jsonl(known));
-    write_file_atomic(o / "fuzz.json", nlohmann::json({{"version", 1}, {"merged", true}, {"units", merged}}).dump(1) + "\n");
+    write_file_atomic(tc::fuzz_layout(o).findings_jsonl(), idx.to_jsonl(known));
+    write_file_atomic(tc::fuzz_layout(o).state(), nlohmann::json({{"version", 1}, {"merged", true}, {"units", merged}}).dump(1) + "\n");
     write_fuzz_report(o, idx, merged, "merge", known);
     std::printf("merged %zu folder(s): %zu campaigns, %zu distinct findings (%s), %zu witnesses\nreport: %s\nfindings: %s\n",
-                dirs.size(), merged.size(), idx.size(), tc::describe(idx.counts()).c_str(), idx.witnesses(), (o / "report.html").c_str(),
-                (o / "findings.jsonl").c_str());
+                dirs.size(), merged.size(), idx.size(), tc::describe(idx.counts()).c_str(), idx.witnesses(), tc::fuzz_layout(o).report().c_str(),
+                tc::fuzz_layout(o).findings_jsonl().c_str());
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "flowmut merge: " << e.what() << "\n";

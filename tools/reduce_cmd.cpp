@@ -2,6 +2,7 @@
 // reproducer (repro.py), run it in a clean process and write the issue draft (issue.md).
 #include "commands.hpp"
 
+#include <tfg/campaign/layout.hpp>
 #include <tfg/campaign/report.hpp>
 #include <tfg/match/pool.hpp>
 #include <tfg/oracle/nan_propagation.hpp>
@@ -363,7 +364,7 @@ void write_issue(const fs::path& dir, const nlohmann::json& meta, const tfg::tor
      << "run `python3 repro.py`. Re-run in a clean process before this draft was written: **" << repro_status << "**"
      << (repro_note.empty() ? "" : " (" + repro_note + ")") << ". The same in plain LibTorch: `repro.cpp` (build "
      << "command in its first lines): **" << cpp_status << "**.\n\n";
-  const auto py = read_text(dir / "repro.py");
+  const auto py = read_text(tfg::campaign::finding_layout(dir).repro_py());
   const auto cls = py.find("class Repro(");
   auto drv = py.find("\nRepro64 = Repro");
   if (drv == std::string::npos) drv = py.find("\ndef clone(");
@@ -374,7 +375,7 @@ void write_issue(const fs::path& dir, const nlohmann::json& meta, const tfg::tor
      << "atol 1e-5, plus 64 ulps of the output's RMS; a configuration is wrong only where it is further from "
      << "the float64 baseline than the reference is, by a factor of 4; docs/oracle.md).\n\nActual (flowmut's "
      << "judgement): " << meta.value("message", std::string()) << "\n\n";
-  const auto log = read_text(dir / "repro.log");
+  const auto log = read_text(tfg::campaign::finding_layout(dir).repro_log());
   if (!log.empty()) md << "Output of `python3 repro.py`:\n\n```\n" << log << "```\n\n";
   md << "### Configurations\n\n| configuration | role |\n|---|---|\n| `" << a << "` | reference |\n| `" << b
      << "` | diverges |\n";
@@ -437,7 +438,7 @@ void write_issue(const fs::path& dir, const nlohmann::json& meta, const tfg::tor
     if (std::system(cmd.c_str()) == 0) md << "\n### torch.__config__.show()\n\n```\n" << read_text(cfg) << "```\n";
   }
   md << "\n### Versions\n\n```\n" << machine_versions() << "\n" << build_config() << "```\n";
-  tfg::write_file_atomic(dir / "issue.md", md.str());
+  tfg::write_file_atomic(tfg::campaign::finding_layout(dir).issue(), md.str());
 }
 
 }  // namespace
@@ -457,10 +458,12 @@ int run_reduce_command(const std::string& dir_s, const std::string& self_exe, in
   const auto deadline =
       budget_s > 0 ? std::optional(std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<long long>(budget_s * 1000)))
                    : std::nullopt;
-  std::ifstream in(dir / "meta.json");
+  const auto folder = tfg::campaign::finding_layout::of<tfg::torch::backend>(dir);
+  std::ifstream in(folder.meta());
   auto meta = nlohmann::json::parse(in, nullptr, false);
   if (meta.is_discarded()) {
-    std::cerr << "flowmut reduce: " << dir_s << " is not a finding folder (meta.json, mutant.pt, inputs.pt)\n";
+    std::cerr << "flowmut reduce: " << dir_s << " is not a finding folder (meta.json, " << folder.mutant_name() << ", "
+              << folder.inputs_name() << ")\n";
     return 2;
   }
   std::printf("finding %s: %s\n", meta.value("id", "?").c_str(), meta.value("title", "?").c_str());
@@ -477,7 +480,7 @@ int run_reduce_command(const std::string& dir_s, const std::string& self_exe, in
   }
   if (r.reduced)
     std::printf("reduced: %zu of %zu operators (depth %zu), %zu of %zu inputs, in %s\n", r.reduced_nodes, r.mutant_nodes,
-                r.depth, r.inputs_kept, r.inputs_total, (dir / "reduced").c_str());
+                r.depth, r.inputs_kept, r.inputs_total, folder.reduced_dir().c_str());
   else if (r.budget_spent)
     std::printf("not reduced: the budget was spent before a window reproduced (run `flowmut reduce %s` to go on); "
                 "the reproducer uses the whole mutant\n", dir_s.c_str());
@@ -487,9 +490,9 @@ int run_reduce_command(const std::string& dir_s, const std::string& self_exe, in
   std::string status = "NOT WRITTEN", note, cpp_status = "NOT WRITTEN", cpp_note;
   try {
     tfg::torch::backend b;
-    const auto src = r.reduced ? dir / "reduced" : dir;
-    const auto m = b.load(src / "mutant.pt");
-    const auto inputs = tfg::torch::load_inputs((src / "inputs.pt").string(), m);
+    const auto src = r.reduced ? folder.reduced() : folder;
+    const auto m = b.load(src.mutant());
+    const auto inputs = tfg::torch::load_inputs(src.inputs().string(), m);
     tfg::torch::repro_spec spec;
     spec.id = meta.value("id", "");
     spec.title = meta.value("title", "");
@@ -502,7 +505,8 @@ int run_reduce_command(const std::string& dir_s, const std::string& self_exe, in
     // torch.compile and its relatives run from Python only: no LibTorch reproducer for them.
     const bool compiled = tfg::torch::is_compiled_config(spec.config_b) || tfg::torch::is_compiled_config(spec.config_a);
     if (!compiled) tfg::torch::write_cpp_repro(m, spec, dir);
-    status = run_repro ? run_reproducer(dir, "'" + python + "' repro.py", "repro.log", std::max(timeout_s * 4, 120)) : "NOT RUN";
+    status = run_repro ? run_reproducer(dir, "'" + python + "' " + std::string(folder.repro_py_name()), std::string(folder.repro_log_name()),
+                                           std::max(timeout_s * 4, 120)) : "NOT RUN";
     if (compiled) {
       cpp_status = "NOT APPLICABLE";
       cpp_note = spec.config_b + (tfg::torch::is_onnx_config(spec.config_b)
@@ -535,9 +539,9 @@ int run_reduce_command(const std::string& dir_s, const std::string& self_exe, in
     meta["reduction"]["onnxruntime"] =
         onnxruntime_triage(dir, python, std::max(timeout_s * 4, 120),
                            deadline.value_or(std::chrono::steady_clock::now() + std::chrono::minutes(15)));
-  tfg::write_file_atomic(dir / "meta.json", meta.dump(1));
+  tfg::write_file_atomic(folder.meta(), meta.dump(1));
   write_issue(dir, meta, r, status, note, cpp_status);
-  std::printf("issue draft: %s\n", (dir / "issue.md").c_str());
+  std::printf("issue draft: %s\n", folder.issue().c_str());
   return status == "REPRODUCED" ? 0 : 1;
 }
 

@@ -15,7 +15,7 @@ packages=(
   python3-torch python3-torchvision         # the 1.13 build's zoo and repro.py
   chromium python3-pil                      # the report test renders report.html headless
   python3-jsonschema python3-rfc3987        # the SARIF test validates findings.sarif, URIs included
-  libboost-dev librange-v3-dev doctest-dev libbenchmark-dev
+  libboost-dev doctest-dev libbenchmark-dev
   nlohmann-json3-dev libfmt-dev libcli11-dev libsqlite3-dev libxxhash-dev
   clang                                     # the libFuzzer harness over the DSL front end (tests/fuzz)
   tmux                                      # the fuzz test reads flowmut fuzz's status screen in a terminal

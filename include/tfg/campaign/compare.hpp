@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tfg/campaign/report.hpp"
+#include "tfg/campaign/layout.hpp"
 #include "tfg/campaign/store.hpp"
 #include "tfg/util/atomic_file.hpp"
 #include "tfg/util/text_file.hpp"
@@ -126,8 +127,9 @@ struct interval {
 /// The figures of the campaign in `dir` (campaign.db, state.json).
 [[nodiscard]] inline campaign_figures figures_of(const std::filesystem::path& dir) {
   campaign_figures f;
-  auto opened = store::open(dir / "campaign.db");
-  if (!opened) throw std::runtime_error((dir / "campaign.db").string() + ": " + opened.error());
+  const layout files(dir);
+  auto opened = store::open(files.database());
+  if (!opened) throw std::runtime_error(files.database().string() + ": " + opened.error());
   const auto& db = *opened;
   const auto t = db.summarise();
   auto& v = f.values;
@@ -161,8 +163,8 @@ struct interval {
   // Behaviours from the checkpoint (campaigns of a flowmut before the behaviour reward: NaN).
   v["kinds"] = v["input_classes"] = std::numeric_limits<double>::quiet_NaN();
   std::error_code ec;
-  if (std::filesystem::exists(dir / "state.json", ec)) {
-    const auto st = nlohmann::json::parse(read_text(dir / "state.json"), nullptr, false);
+  if (std::filesystem::exists(files.state(), ec)) {
+    const auto st = nlohmann::json::parse(read_text(files.state()), nullptr, false);
     if (!st.is_discarded() && st.contains("behaviour")) {
       const auto& b = st.at("behaviour");
       if (b.contains("kinds")) v["kinds"] = static_cast<double>(b.at("kinds").size());

@@ -25,6 +25,7 @@
 
 #include "tfg/campaign/defects.hpp"
 #include "tfg/campaign/known_issues.hpp"
+#include "tfg/campaign/layout.hpp"
 #include "tfg/campaign/store.hpp"
 #include "tfg/util/atomic_file.hpp"
 
@@ -327,7 +328,7 @@ class findings_index {
   }
   /// Adds every finding of the campaign in `campaign_dir` as witnessed by `unit`.
   void add_campaign(const fuzz_unit& unit, const std::filesystem::path& campaign_dir) {
-    auto opened = store::open(campaign_dir / "campaign.db");
+    auto opened = store::open(layout(campaign_dir).database());
     if (!opened) throw std::runtime_error(opened.error());
     for (const auto& r : opened->findings()) {
       witness w;

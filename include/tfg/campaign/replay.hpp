@@ -14,9 +14,12 @@
 
 #include "tfg/campaign/backend.hpp"
 #include "tfg/campaign/judge.hpp"
-#include "tfg/campaign/loop.hpp"
+#include "tfg/campaign/attribute.hpp"
+#include "tfg/campaign/layout.hpp"
+#include "tfg/campaign/machine_load.hpp"
 #include "tfg/campaign/process.hpp"
 #include "tfg/campaign/protocol.hpp"
+#include "tfg/campaign/supervisor.hpp"
 #include "tfg/oracle/nan_propagation.hpp"
 
 namespace tfg::campaign {
@@ -40,10 +43,11 @@ template <class Backend>
                                    const oracle::nan_rules& nan_rules = {}) {
   namespace fs = std::filesystem;
   replay_result out;
-  std::ifstream in(dir / "meta.json");
+  const auto files = finding_layout::of<Backend>(dir);
+  std::ifstream in(files.meta());
   const auto meta = nlohmann::json::parse(in, nullptr, false);
-  if (meta.is_discarded() || !fs::exists(dir / "mutant.pt")) {
-    out.error = dir.string() + " is not a finding folder (meta.json, mutant.pt)";
+  if (meta.is_discarded() || !fs::exists(files.mutant())) {
+    out.error = dir.string() + " is not a finding folder (meta.json, " + files.mutant_name() + ")";
     return out;
   }
   const auto kind = oracle::parse_finding_kind(meta.value("kind", ""));
@@ -58,38 +62,18 @@ template <class Backend>
   sig.config_b = meta.value("config_b", "");
   const auto work = fs::temp_directory_path() / ("flowmut-replay-" + std::to_string(::getpid()));
   fs::create_directories(work);
-  std::optional<worker> w;
-  auto spawn = [&] {
-    if (w) w->shutdown();
-    spawn_options so;
-    so.argv = {worker_exe.string(), "worker", "--dir", work.string()};
-    so.env_extra = {"GLOG_minloglevel=2"};
-    so.log_path = work / "log";
-    so.rss_limit_bytes = rss_limit_bytes;
-    auto s = worker::spawn(std::move(so));
-    if (!s) throw std::runtime_error("cannot start a worker: " + s.error());
-    w.emplace(std::move(*s));
-  };
-  auto running = [&] {
-    std::ifstream cur(work / "current.json");
-    const auto j = nlohmann::json::parse(cur, nullptr, false);
-    return j.is_discarded() ? std::string("?") : j.value("config", "?");
-  };
-  auto step = [&](const worker_request& r) {
-    auto ex = w->exchange(to_line(r), timeout);
-    const bool died = ex.kind != outcome::reply;
-    auto o = make_outcome(std::move(ex), died ? running() : std::string());
-    if (died) spawn();
-    return o;
-  };
-  spawn();
+  // Workers in work/0, work/1, ...; the timeout scaled by the load from now on.
+  supervisor workers(work, worker_exe, worker_environment<Backend>(), rss_limit_bytes);
+  workers.restore_calibration(timeout, machine_load_factor(), timeout, timeout);
+  auto step = [&](const worker_request& r) { return workers.execute(r); };
+  workers.spawn();
   worker_request req;
   req.id = 0;
-  req.model = fs::absolute(dir / "mutant.pt").string();
-  req.inputs = fs::absolute(dir / "inputs.pt").string();
+  req.model = fs::absolute(files.mutant()).string();
+  req.inputs = fs::absolute(files.inputs()).string();
   req.configs = meta.value("configs", std::vector<std::string>{});
   if (sig.kind == oracle::finding_kind::metamorphic) {
-    req.seed_model = fs::absolute(dir / "seed.pt").string();
+    req.seed_model = fs::absolute(files.seed()).string();
     req.meta_atol = meta["metamorphic"].value("atol", 0.0);
     req.meta_rtol = meta["metamorphic"].value("rtol", 0.0);
   }
@@ -139,7 +123,7 @@ template <class Backend>
       if (same_key(f.signature.key())) out.reproduced = true;
     if (!out.reproduced && step_failed && !out.observed.empty()) out.reproduced = out.relocalised = true;
   }
-  if (w) w->shutdown();
+  workers.shutdown();
   std::error_code ec;
   fs::remove_all(work, ec);
   return out;

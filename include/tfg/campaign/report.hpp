@@ -24,6 +24,7 @@
 #include "tfg/campaign/sarif.hpp"
 #include "tfg/campaign/defects.hpp"
 #include "tfg/campaign/known_issues.hpp"
+#include "tfg/campaign/layout.hpp"
 #include "tfg/campaign/store.hpp"
 #include "tfg/util/atomic_file.hpp"
 #include "tfg/util/text_file.hpp"
@@ -172,7 +173,7 @@ svg .ax{stroke:#888;stroke-width:1}pre{background:#f6f6f6;padding:8px;overflow-x
   std::vector<nlohmann::json> metas;
   metas.reserve(rows.size());
   for (const auto& f : rows) {
-    std::ifstream in(dir / f.dir / "meta.json");
+    std::ifstream in(layout(dir).finding_at(f.dir).meta());
     auto m = nlohmann::json::parse(in, nullptr, false);
     metas.push_back(m.is_object() ? std::move(m) : nlohmann::json::object());
   }
@@ -192,9 +193,10 @@ struct report_result {
 inline report_result write_report(const std::filesystem::path& dir, const std::vector<known_issue>& known = {}) {
   namespace fs = std::filesystem;
   using namespace report_detail;
-  if (!fs::is_regular_file(dir / "campaign.db"))
+  const layout files(dir);
+  if (!fs::is_regular_file(files.database()))
     throw std::runtime_error(dir.string() + " is not a campaign folder (no campaign.db)");
-  auto opened = store::open(dir / "campaign.db");
+  auto opened = store::open(files.database());
   if (!opened) throw std::runtime_error(opened.error());
   const store& db = *opened;
   report_result out;
@@ -222,9 +224,9 @@ inline report_result write_report(const std::filesystem::path& dir, const std::v
       if (auto backend = backend_of(meta["message"].get<std::string>()); !backend.empty()) j["backend"] = std::move(backend);
     jsonl << j.dump() << "\n";
   }
-  out.jsonl = dir / "findings.jsonl";
+  out.jsonl = files.findings_jsonl();
   write_file_atomic(out.jsonl, jsonl.str());
-  out.sarif = dir / "findings.sarif";
+  out.sarif = files.findings_sarif();
   write_file_atomic(out.sarif, sarif_log(dir, findings, metas, rounds.size()).dump(2) + "\n");
 
   // Plots.
@@ -312,15 +314,15 @@ inline report_result write_report(const std::filesystem::path& dir, const std::v
   for (const auto& p : plots) h << p;
   h << "</div><p class=\"muted\">Written by flowmut report; opens from disk, no network. findings.jsonl and findings.sarif beside it.</p>"
        "</body></html>\n";
-  out.html = dir / "report.html";
+  out.html = files.report();
   write_file_atomic(out.html, h.str());
 
   // One page per finding.
   for (std::size_t i = 0; i < findings.size(); ++i) {
     const auto& f = findings[i];
     const auto& meta = metas[i];
-    const auto fdir = dir / f.dir;
-    if (!fs::is_directory(fdir)) continue;
+    const auto folder = files.finding_at(f.dir);
+    if (!fs::is_directory(folder.dir())) continue;
     std::ostringstream p;
     p << "<!doctype html><html><head><meta charset=\"utf-8\"><title>" << esc(f.id) << "</title><style>" << style
       << "</style></head><body><p><a href=\"../../report.html\">campaign report</a></p><h1>" << esc(f.title) << "</h1>";
@@ -347,16 +349,22 @@ inline report_result write_report(const std::filesystem::path& dir, const std::v
                                                           std::to_string(r.value("mutant_nodes", 0)) + " operators (depth " +
                                                           std::to_string(r.value("depth", 0)) + ")"
                                                     : "not reduced");
-      prow("repro.py", esc(r.value("repro_py", std::string())) + " (<a href=\"repro.py\">repro.py</a>, <a href=\"repro.log\">output</a>)");
-      prow("repro.cpp", esc(r.value("repro_cpp", std::string())) + " (<a href=\"repro.cpp\">repro.cpp</a>, <a href=\"repro_cpp.log\">output</a>)");
+      const auto link = [&](std::string_view file, std::string_view log) {
+        return " (<a href=\"" + std::string(file) + "\">" + std::string(file) + "</a>, <a href=\"" + std::string(log) +
+               "\">output</a>)";
+      };
+      prow("repro.py", esc(r.value("repro_py", std::string())) +
+                           link(finding_layout::repro_py_name(), finding_layout::repro_log_name()));
+      prow("repro.cpp", esc(r.value("repro_cpp", std::string())) +
+                            link(finding_layout::repro_cpp_name(), finding_layout::repro_cpp_log_name()));
     } else {
       prow("reduction", "not made: <code>flowmut reduce " + esc((dir / f.dir).string()) + "</code>");
     }
     p << "</table>";
-    const auto issue = read_text(fdir / "issue.md");
+    const auto issue = read_text(folder.issue());
     if (!issue.empty()) p << "<h2>Issue draft (issue.md)</h2><pre>" << esc(issue) << "</pre>";
     p << "</body></html>\n";
-    write_file_atomic(fdir / "index.html", p.str());
+    write_file_atomic(folder.index_html(), p.str());
   }
   return out;
 }

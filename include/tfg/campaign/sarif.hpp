@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tfg/campaign/layout.hpp"
 #include "tfg/campaign/store.hpp"
 #include "tfg/oracle/finding.hpp"
 #include "tfg/version.hpp"
@@ -116,13 +117,17 @@ namespace sarif_detail {
     const auto& f = findings[i];
     const auto& meta = i < metas.size() ? metas[i] : nlohmann::json::object();
     const std::string rel = fs::path(f.dir).generic_string() + "/";
-    const bool has_repro = fs::is_regular_file(dir / f.dir / "repro.py");
-    nlohmann::json location = {{"physicalLocation", {{"artifactLocation", artifact(rel + (has_repro ? "repro.py" : "mutant.pt"))}}}};
+    const auto folder = layout(dir).finding_at(f.dir);
+    const bool has_repro = fs::is_regular_file(folder.repro_py());
+    nlohmann::json location = {
+        {"physicalLocation",
+         {{"artifactLocation", artifact(rel + (has_repro ? std::string(finding_layout::repro_py_name()) : folder.mutant_name()))}}}};
     if (!f.culprit_op.empty()) location["logicalLocations"] = {{{"name", f.culprit_op}, {"kind", "function"}}};
     nlohmann::json related = nlohmann::json::array();
     int related_id = 0;
-    for (const char* file : {"repro.cpp", "issue.md", "mutant.pt", "seed.pt", "inputs.pt"}) {
-      if (!fs::is_regular_file(dir / f.dir / file) || (!has_repro && std::string_view(file) == "mutant.pt")) continue;
+    for (const std::string& file : {std::string(finding_layout::repro_cpp_name()), std::string(finding_layout::issue_name()),
+                                     folder.mutant_name(), folder.seed_name(), folder.inputs_name()}) {
+      if (!fs::is_regular_file(folder.dir() / file) || (!has_repro && file == folder.mutant_name())) continue;
       related.push_back({{"id", related_id++},
                          {"physicalLocation", {{"artifactLocation", artifact(rel + file)}}},
                          {"message", {{"text", file}}}});

@@ -33,6 +33,7 @@
 #include <span>
 #include <string>
 #include <variant>
+#include <string_view>
 #include <vector>
 
 namespace tfg::torch {
@@ -45,6 +46,11 @@ class backend {
   using mutant_type = mutant;
   using failure_type = mutation_failure;
   using adapter_type = torch_match_adapter;
+
+  /// Models, mutants and inputs are saved as TorchScript archives (`.pt2` seeds included).
+  static constexpr std::string_view model_extension = ".pt";
+  /// A worker's environment: LibTorch's glog warnings off (they flood the worker's log).
+  [[nodiscard]] static std::vector<std::string> worker_environment() { return {"GLOG_minloglevel=2"}; }
 
   /// Influence per accepted seed: one input, and a tight cap on the edges estimated by
   /// perturbation (accepted mutations such as an inserted detach cut the gradient; unbounded

@@ -11,6 +11,7 @@
 ///    it reproduces the finding's signature in a fresh worker (campaign::replay), checkpointing
 ///    each try in `dir/reduce/progress.json`; then keeps the first single input that still
 ///    shows it; the result is `dir/reduced/`.
+#include <tfg/campaign/layout.hpp>
 #include <tfg/campaign/replay.hpp>
 #include <tfg/torch/backend.hpp>
 #include <tfg/torch/execute.hpp>
@@ -164,10 +165,11 @@ inline reduce_outcome reduce_finding(const std::filesystem::path& dir, const std
                                      std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt) {
   namespace fs = std::filesystem;
   reduce_outcome out;
-  std::ifstream in(dir / "meta.json");
+  const auto folder = campaign::finding_layout::of<backend>(dir);
+  std::ifstream in(folder.meta());
   auto meta = nlohmann::json::parse(in, nullptr, false);
-  if (meta.is_discarded() || !fs::exists(dir / "mutant.pt") || !fs::exists(dir / "inputs.pt")) {
-    out.error = dir.string() + " is not a finding folder (meta.json, mutant.pt, inputs.pt)";
+  if (meta.is_discarded() || !fs::exists(folder.mutant()) || !fs::exists(folder.inputs())) {
+    out.error = dir.string() + " is not a finding folder (meta.json, " + folder.mutant_name() + ", " + folder.inputs_name() + ")";
     return out;
   }
   const std::string kind = meta.value("kind", "");
@@ -186,8 +188,8 @@ inline reduce_outcome reduce_finding(const std::filesystem::path& dir, const std
   model m;
   input_set inputs;
   try {
-    m = b.load(dir / "mutant.pt");
-    inputs = tfg::torch::load_inputs((dir / "inputs.pt").string(), m);
+    m = b.load(folder.mutant());
+    inputs = tfg::torch::load_inputs(folder.inputs().string(), m);
   } catch (const std::exception& e) {
     out.error = clean_error(e.what());
     return out;
@@ -229,7 +231,7 @@ inline reduce_outcome reduce_finding(const std::filesystem::path& dir, const std
   }
   const auto culprit = locate_culprit(m, *position, loc.value("operator", std::string()));
   if (!culprit) {
-    out.error = (dir / "mutant.pt").string() + " has no " + loc.value("operator", std::string()) + " node";
+    out.error = folder.mutant().string() + " has no " + loc.value("operator", std::string()) + " node";
     return out;
   }
   fs::create_directories(work);
@@ -255,6 +257,7 @@ inline reduce_outcome reduce_finding(const std::filesystem::path& dir, const std
     }
     reduce_step st;
     const auto cand = work / ("d" + std::to_string(depth));
+    const auto candidate = campaign::finding_layout::of<backend>(cand);
     if (auto it = done.find(depth); it != done.end()) {
       st = it->second;
     } else {
@@ -265,11 +268,11 @@ inline reduce_outcome reduce_finding(const std::filesystem::path& dir, const std
         auto values = record_boundary(m, inputs, wm.boundary);
         fold_constant_inputs(m, wm, values);
         fs::create_directories(cand);
-        b.save(wm.reduced, cand / "mutant.pt");
-        save_inputs(values, cand / "inputs.pt");
+        b.save(wm.reduced, candidate.mutant());
+        save_inputs(values, candidate.inputs());
         auto cm = meta;
         cm["reduced_from"] = {{"finding", dir.string()}, {"depth", depth}, {"nodes", w.nodes}, {"mutant_nodes", out.mutant_nodes}};
-        write_file_atomic(cand / "meta.json", cm.dump(1));
+        write_file_atomic(candidate.meta(), cm.dump(1));
         const auto r = campaign::replay(b, cand, worker_exe, timeout, rss_limit_bytes, rules);
         if (!r.error.empty()) st.note = r.error;
         st.reproduced = r.reproduced;
@@ -286,10 +289,11 @@ inline reduce_outcome reduce_finding(const std::filesystem::path& dir, const std
       fs::path best = cand;
       std::size_t inputs_total = 0;
       try {
-        const auto all = tfg::torch::load_inputs((cand / "inputs.pt").string());
+        const auto all = tfg::torch::load_inputs(candidate.inputs().string());
         inputs_total = all.size();
         for (std::size_t k = 0; all.size() > 1 && k < all.size(); ++k) {
           const auto one = work / ("d" + std::to_string(depth) + "_i" + std::to_string(k));
+          const auto single = campaign::finding_layout::of<backend>(one);
           bool ok = false;
           std::ifstream rf(one / "result.json");
           const auto prior = nlohmann::json::parse(rf, nullptr, false);
@@ -298,9 +302,9 @@ inline reduce_outcome reduce_finding(const std::filesystem::path& dir, const std
           } else {
             if (deadline && std::chrono::steady_clock::now() > *deadline) break;
             fs::create_directories(one);
-            fs::copy_file(cand / "mutant.pt", one / "mutant.pt", fs::copy_options::overwrite_existing);
-            fs::copy_file(cand / "meta.json", one / "meta.json", fs::copy_options::overwrite_existing);
-            save_inputs({all[k]}, one / "inputs.pt");
+            fs::copy_file(candidate.mutant(), single.mutant(), fs::copy_options::overwrite_existing);
+            fs::copy_file(candidate.meta(), single.meta(), fs::copy_options::overwrite_existing);
+            save_inputs({all[k]}, single.inputs());
             const auto r = campaign::replay(b, one, worker_exe, timeout, rss_limit_bytes, rules);
             ok = r.error.empty() && r.reproduced;
             write_file_atomic(one / "result.json", nlohmann::json{{"reproduced", ok}}.dump());
@@ -317,9 +321,9 @@ inline reduce_outcome reduce_finding(const std::filesystem::path& dir, const std
       out.inputs_total = inputs_total;
       out.inputs_kept = best == cand ? inputs_total : 1;
       std::error_code ec;
-      fs::remove_all(dir / "reduced", ec);
-      fs::create_directories(dir / "reduced");
-      for (const char* f : {"mutant.pt", "inputs.pt", "meta.json"}) fs::copy_file(best / f, dir / "reduced" / f);
+      fs::remove_all(folder.reduced_dir(), ec);
+      fs::create_directories(folder.reduced_dir());
+      for (const auto& f : folder.reduction_files()) fs::copy_file(best / f, folder.reduced_dir() / f);
       out.reduced = true;
       out.reduced_nodes = st.nodes;
       out.depth = depth;

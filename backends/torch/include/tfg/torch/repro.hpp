@@ -15,6 +15,7 @@
 ///    only.
 ///  - `write_cpp_repro(m, spec, dir)`: `repro.cpp`, the same in plain LibTorch (TorchScript
 ///    source compiled by Module::define), reading the same `repro_data.pt`.
+#include <tfg/campaign/layout.hpp>
 #include <tfg/torch/backend.hpp>
 #include <tfg/torch/compare.hpp>
 #include <tfg/torch/model.hpp>
@@ -760,9 +761,9 @@ inline void write_python_repro(const model& m, const input_set& inputs, const re
     c10::List<at::Tensor> consts;
     for (const auto& t : mod.constants) consts.push_back(t);
     const auto bytes = ::torch::jit::pickle_save(c10::ivalue::Tuple::create({c10::IValue(ins), c10::IValue(consts)}));
-    std::ofstream f(dir / "repro_data.pt", std::ios::binary);
+    std::ofstream f(campaign::finding_layout::of<backend>(dir).repro_data(), std::ios::binary);
     f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!f) throw model_error((dir / "repro_data.pt").string() + ": cannot write");
+    if (!f) throw model_error(campaign::finding_layout::of<backend>(dir).repro_data().string() + ": cannot write");
   }
   const auto js = judge_settings_of(spec);
   std::string peers = "(";
@@ -807,9 +808,9 @@ inline void write_python_repro(const model& m, const input_set& inputs, const re
   else
     py << "Repro64 = Repro  # the float64 baseline: same code, widened constants and inputs\n";
   py << "\n" << python_driver;
-  std::ofstream f(dir / "repro.py");
+  std::ofstream f(campaign::finding_layout(dir).repro_py());
   f << py.str();
-  if (!f) throw model_error((dir / "repro.py").string() + ": cannot write");
+  if (!f) throw model_error(campaign::finding_layout(dir).repro_py().string() + ": cannot write");
 }
 
 namespace repro_detail {
@@ -1123,9 +1124,9 @@ inline void write_cpp_repro(const model& m, const repro_spec& spec, const std::f
     << "// The float64 baseline: float32 dtype arguments widened too.\n"
     << "static const char* FORWARD64 = R\"TS(\n" << ts64 << ")TS\";\n"
     << cpp_driver;
-  std::ofstream f(dir / "repro.cpp");
+  std::ofstream f(campaign::finding_layout(dir).repro_cpp());
   f << c.str();
-  if (!f) throw model_error((dir / "repro.cpp").string() + ": cannot write");
+  if (!f) throw model_error(campaign::finding_layout(dir).repro_cpp().string() + ": cannot write");
 }
 
 }  // namespace tfg::torch

@@ -13,6 +13,7 @@
 /// into its folder: a write-ahead record that names the mutant and configuration a crash or
 /// hang belongs to even when the reply never comes.
 #include <tfg/campaign/crash_handler.hpp>
+#include <tfg/campaign/layout.hpp>
 #include <tfg/campaign/process.hpp>
 #include <tfg/campaign/protocol.hpp>
 #include <tfg/torch/compare.hpp>
@@ -65,13 +66,15 @@ namespace worker_detail {
 inline void write_current(const worker_state& st, const nlohmann::json& rec) {
   if (st.dir.empty()) return;
   // Not fsync'ed: the reader is the supervisor on this machine, after the worker died.
-  const auto tmp = st.dir / "current.json.tmp";
+  const auto record = campaign::worker_layout{st.dir}.current();
+  auto tmp = record;
+  tmp += ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
     out << rec.dump() << "\n";
   }
   std::error_code ec;
-  std::filesystem::rename(tmp, st.dir / "current.json", ec);
+  std::filesystem::rename(tmp, record, ec);
 }
 
 [[nodiscard]] inline bool is_gradient_config(std::string_view c) { return tfg::torch::is_gradient_config(c); }

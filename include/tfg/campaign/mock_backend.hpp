@@ -466,6 +466,13 @@ class backend {
   using failure_type = failure;
   using adapter_type = mock::adapter;
 
+  /// Makes `mock::` an op namespace of the DSL in this process (as LibTorch's custom operator
+  /// libraries are registered), so that operator files can name the mock's node kinds.
+  backend() {
+    auto& ns = dsl::extra_op_namespaces();
+    if (std::find(ns.begin(), ns.end(), "mock") == ns.end()) ns.emplace_back("mock");
+  }
+
   // models and inputs
   [[nodiscard]] model load(const std::filesystem::path& p) const { return load_model(p); }
   void save(const model& m, const std::filesystem::path& p) const { write_file_atomic(p, model_json(m)); }

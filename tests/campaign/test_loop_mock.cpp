@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tfg/campaign/layout.hpp"
 #include "tfg/campaign/loop.hpp"
 #include "tfg/campaign/mock_backend.hpp"
 #include "tfg/select/registry.hpp"
@@ -24,6 +25,9 @@ namespace {
 namespace fs = std::filesystem;
 namespace tc = tfg::campaign;
 using mock_loop = tc::loop<tc::mock::backend>;
+
+/// The campaign folder a mock test runs in (DIR/campaign), with the mock's `.json` model files.
+tc::layout campaign_files(const fs::path& dir) { return tc::layout::of<tc::mock::backend>(dir / "campaign"); }
 
 const fs::path mock_ops = fs::path(TFG_SOURCE_DIR) / "tests" / "data" / "mock_ops";
 
@@ -110,7 +114,7 @@ TEST_CASE("mock loop: round 0 judges the seed: a clean seed is legal, a seed wit
     CHECK(rounds[0].op == "(seed)");
     CHECK(rounds[0].verdict == tc::round_verdict::legal);
     CHECK(c.findings().empty());
-    CHECK(fs::exists(dir / "campaign" / "corpus" / "0.pt"));
+    CHECK(fs::exists(campaign_files(dir).root() / campaign_files(dir).corpus_member(0)));
   }
   SUBCASE("the seed already carries opt's tanh defect") {
     const auto dir = mock_case("round0_bug", buggy_seed);
@@ -129,16 +133,16 @@ TEST_CASE("mock loop: round 0 judges the seed: a clean seed is legal, a seed wit
     CHECK(f[0].status == "reproduced");
     CHECK(f[0].reliability == doctest::Approx(1.0));
     // Its folder: meta.json, the model that shows it, the inputs.
-    const auto folder = dir / "campaign" / f[0].dir;
-    REQUIRE(fs::exists(folder / "meta.json"));
-    CHECK(fs::exists(folder / "mutant.pt"));
-    CHECK(fs::exists(folder / "inputs.pt"));
-    const auto meta = read_json(folder / "meta.json");
+    const auto folder = campaign_files(dir).finding_at(f[0].dir);
+    REQUIRE(fs::exists(folder.meta()));
+    CHECK(fs::exists(folder.mutant()));
+    CHECK(fs::exists(folder.inputs()));
+    const auto meta = read_json(folder.meta());
     CHECK(meta.at("id") == f[0].id);
     CHECK(meta.at("round") == 0);
     CHECK(meta.at("localisation").at("localised") == true);
     CHECK(meta.at("localisation").at("operator") == "mock::tanh");
-    CHECK(tc::mock::load_model(folder / "mutant.pt").graph.node_count() == 2);
+    CHECK(tc::mock::load_model(folder.mutant()).graph.node_count() == 2);
   }
 }
 
@@ -168,9 +172,9 @@ TEST_CASE("mock loop: a healthy mutant is accepted into the corpus, a mutant wit
     CHECK(rounds[1].verdict == tc::round_verdict::legal);
     CHECK(rounds[1].accepted);
     CHECK(c.findings().empty());
-    CHECK(fs::exists(dir / "campaign" / "corpus" / "1.pt"));
+    CHECK(fs::exists(campaign_files(dir).root() / "corpus" / "1.json"));
     // The current seed is the mutant: the relu became an identity.
-    const auto cur = tc::mock::load_model(dir / "campaign" / "current.pt");
+    const auto cur = tc::mock::load_model(campaign_files(dir).current());
     CHECK(cur.graph.node_count() == 2);
     CHECK(tc::mock::model_json(cur).find("mock::identity") != std::string::npos);
     CHECK(tc::mock::model_json(cur).find("mock::relu") == std::string::npos);
@@ -189,11 +193,11 @@ TEST_CASE("mock loop: a healthy mutant is accepted into the corpus, a mutant wit
     CHECK(f[0].culprit_op == "mock::tanh");
     CHECK(f[0].first_round == 1);
     CHECK(f[0].status == "reproduced");
-    CHECK_FALSE(fs::exists(dir / "campaign" / "corpus" / "1.pt"));
+    CHECK_FALSE(fs::exists(campaign_files(dir).root() / "corpus" / "1.json"));
     // The finding's folder keeps the mutant (with the inserted mul) and the seed it came from.
-    const auto folder = dir / "campaign" / f[0].dir;
-    CHECK(tc::mock::load_model(folder / "mutant.pt").graph.node_count() == 3);
-    CHECK(tc::mock::load_model(folder / "seed.pt").graph.node_count() == 2);
+    const auto folder = campaign_files(dir).finding_at(f[0].dir);
+    CHECK(tc::mock::load_model(folder.mutant()).graph.node_count() == 3);
+    CHECK(tc::mock::load_model(folder.seed()).graph.node_count() == 2);
   }
 }
 
@@ -209,7 +213,7 @@ TEST_CASE("mock loop: every return_every rounds the campaign continues from the 
   // Round 3 starts with the schedule's switch: corpus = {0, 1, 2}, current 2 -> member 0.
   const auto extra = nlohmann::json::parse(rounds[3].extra_json);
   REQUIRE(extra.contains("notes"));
-  CHECK(extra.at("notes").at(0) == "continued from corpus member corpus/0.pt (schedule)");
+  CHECK(extra.at("notes").at(0) == "continued from corpus member corpus/0.json (schedule)");
   CHECK(rounds[3].model_hash == rounds[1].model_hash);  // mutating the original seed again
   for (int r : {1, 2}) CHECK(nlohmann::json::parse(rounds[r].extra_json).value("notes", nlohmann::json::array()).empty());
 }
@@ -229,16 +233,15 @@ TEST_CASE("mock loop: a crash of the worker is a crash finding, localised, and t
   CHECK(f[0].instances == 2);
   CHECK(f[0].status == "reproduced");
   CHECK(rounds[2].reason == f[0].id);
-  const auto meta = read_json(dir / "campaign" / f[0].dir / "meta.json");
+  const auto meta = read_json(campaign_files(dir).finding_at(f[0].dir).meta());
   CHECK(meta.at("message").get<std::string>().find("SIGSEGV") != std::string::npos);
   CHECK(meta.at("localisation").at("localised") == true);
 }
 
 namespace {
 
-/// Runs the campaign of `o` in a child process that stops it after `k` mutation rounds: with
-/// request_stop() (`kill` false) or by SIGKILL right after round k's checkpoint.
-int run_child_until(tc::options o, std::size_t k, bool kill) {
+/// Runs the campaign of `o` in a child process killed by SIGKILL right after round k's checkpoint.
+int run_child_killed_after(tc::options o, std::size_t k) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     int rc = 0;
@@ -246,9 +249,7 @@ int run_child_until(tc::options o, std::size_t k, bool kill) {
       tc::mock::backend b;
       mock_loop l(b, std::move(o), *tfg::select::make_policy("linucb"));
       l.run([&](const tc::status& s) {
-        if (s.round <= k) return;  // s.round: the next round to run
-        if (kill) ::raise(SIGKILL);
-        mock_loop::request_stop();
+        if (s.round > k) ::raise(SIGKILL);  // s.round: the next round to run
       });
     } catch (...) {
       rc = 3;
@@ -258,6 +259,16 @@ int run_child_until(tc::options o, std::size_t k, bool kill) {
   int status = 0;
   ::waitpid(pid, &status, 0);
   return status;
+}
+
+/// Runs the campaign of `o` in this process and stops it with request_stop() after k rounds
+/// (as flowmut's SIGINT handler does); the loop releases its folder when it goes.
+void run_stopped_after(tc::options o, std::size_t k) {
+  tc::mock::backend b;
+  mock_loop l(b, std::move(o), *tfg::select::make_policy("linucb"));
+  l.run([&](const tc::status& s) {
+    if (s.round > k) mock_loop::request_stop();
+  });
 }
 
 struct round_key {
@@ -284,11 +295,10 @@ TEST_CASE("mock loop: a campaign stopped or killed after k rounds and resumed eq
     o.out_dir = dir / sub;
     return o;
   };
-  // Stopped and killed in child processes: request_stop() is process-wide and sticky, and a
-  // killed supervisor is what --resume is for.
-  const int stopped = run_child_until(at("stopped"), k, false);
-  CHECK((WIFEXITED(stopped) && WEXITSTATUS(stopped) == 0));
-  const int killed = run_child_until(at("killed"), k, true);
+  // Stopped in this process (the same process then resumes it: the stop ended that run only, and
+  // the loop released the folder's lock); killed in a child process (what --resume is for).
+  run_stopped_after(at("stopped"), k);
+  const int killed = run_child_killed_after(at("killed"), k);
   CHECK((WIFSIGNALED(killed) && WTERMSIG(killed) == SIGKILL));
 
   mock_run whole(at("whole"));

@@ -120,6 +120,19 @@ class generator {
     rng_.seed(opt_.seed);
   }
 
+  /// The operators the requirement files of the pool folders `dirs` describe (requirements/
+  /// of each), sorted and without repeats: the metrics' test space.
+  [[nodiscard]] static std::vector<std::string> requirement_universe(const std::vector<std::filesystem::path>& dirs,
+                                                                     Backend& backend) {
+    std::vector<std::string> u;
+    for (const auto& dir : dirs)
+      if (std::filesystem::is_directory(dir / "requirements"))
+        for (auto& op : backend.requirement_universe(dir / "requirements")) u.push_back(op);
+    std::sort(u.begin(), u.end());
+    u.erase(std::unique(u.begin(), u.end()), u.end());
+    return u;
+  }
+
   /// The operator pool of `dirs` with `backend`'s externs; throws std::runtime_error with the
   /// diagnostics when it has errors.
   static match::pool load_pool(const std::vector<std::filesystem::path>& dirs, match::symbol_table& symbols,

@@ -46,16 +46,14 @@
 #include <utility>
 #include <vector>
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
 #include <nlohmann/json.hpp>
 
 #include "tfg/campaign/attribute.hpp"
 #include "tfg/campaign/backend.hpp"
 #include "tfg/campaign/behaviour.hpp"
+#include "tfg/campaign/checkpoint.hpp"
 #include "tfg/campaign/corpus.hpp"
+#include "tfg/campaign/folder.hpp"
 #include "tfg/campaign/generator.hpp"
 #include "tfg/campaign/judge.hpp"
 #include "tfg/campaign/layout.hpp"
@@ -106,10 +104,6 @@ class loop {
       : b_(backend), opt_(std::move(opt)), files_(layout::of<Backend>(opt_.out_dir)), policy_(std::move(policy)) {}
   loop(const loop&) = delete;
   loop& operator=(const loop&) = delete;
-  /// Releases the campaign folder (its lock): another loop in this process may resume it.
-  ~loop() {
-    if (lock_fd_ >= 0) ::close(lock_fd_);
-  }
 
   /// The round generator (after run() set it up): pool, current seed, policy, coverage.
   [[nodiscard]] generator_type& generation() { return *gen_; }
@@ -131,7 +125,7 @@ class loop {
     };
     if (round_ == 0) {
       judge_seed();
-      checkpoint();
+      write_state();
       report();
     }
     auto out_of_time = [&] {
@@ -144,7 +138,7 @@ class loop {
       }
       one_round();
       ++round_;
-      checkpoint();
+      write_state();
       corpus_->remove_evicted();
       report();
     }
@@ -169,41 +163,11 @@ class loop {
 
   // ---- setup ---------------------------------------------------------------------------------
 
-  /// Everything that can be refused is refused here, before anything is written: a bad
-  /// option, an unknown configuration, an operator pool with errors, a seed that does not load.
-  void validate_options() {
-    auto bad = [](const std::string& m) { throw std::invalid_argument(m); };
-    if (opt_.out_dir.empty()) bad("the campaign folder (--out) is empty");
-    std::error_code ec;
-    if (fs::exists(opt_.out_dir, ec) && !fs::is_directory(opt_.out_dir, ec))
-      bad(opt_.out_dir.string() + " exists and is not a folder");
-    if (opt_.resume && !fs::exists(files_.state(), ec))
-      bad(opt_.out_dir.string() + ": nothing to resume (no campaign there: no state.json)");
-    if (!opt_.resume && fs::exists(files_.state(), ec) && !opt_.force)
-      bad(opt_.out_dir.string() + " already holds a campaign: pass --resume to continue it or --force to start over");
-    if (!opt_.resume) {
-      if (opt_.seed_model.empty()) bad("a seed model is required (or --resume)");
-      if (!fs::is_regular_file(opt_.seed_model, ec)) bad(opt_.seed_model.string() + ": no such file");
-    }
-    if (opt_.timeout_cap.count() <= 0) bad("the timeout must be positive");
-    if (opt_.reward != "behaviour" && opt_.reward != "paper") bad("unknown reward `" + opt_.reward + "` (behaviour, paper)");
-    if (opt_.corpus_size == 0) bad("the corpus keeps at least the original seed (--corpus >= 1)");
-    if (opt_.rss_limit_bytes < 0) bad("the memory limit must be positive");
-    const auto known = b_.configs();
-    for (const auto& name : opt_.configs) {
-      const auto it = std::find_if(known.begin(), known.end(), [&](const auto& c) { return c.name == name; });
-      if (it == known.end()) {
-        std::string names;
-        for (const auto& c : known) names += (names.empty() ? "" : ", ") + c.name;
-        bad("unknown configuration '" + name + "' (known: " + names + ")");
-      }
-      if (!it->available) bad("configuration '" + name + "' is not available on this machine (flowmut configs)");
-    }
-  }
-
+  /// Everything that can be refused is refused first, before anything is written: a bad option
+  /// (settings.hpp validate), an operator pool with errors, a seed that does not load.
   void setup() {
-    validate_options();
-    if (opt_.resume) restore_settings();
+    validate(opt_, b_.configs());
+    if (opt_.resume) restore_settings(opt_);
     // The operator pool and the seed load before the folder is touched: a failure leaves nothing.
     if (opt_.resume) make_generator();
     else check_pool();
@@ -222,24 +186,17 @@ class loop {
           throw std::invalid_argument(opt_.seed_model.string() + ": the seed fails its own check: " + why);
     }
     for (const auto& d : files_.folders()) fs::create_directories(d);
-    lock_folder();
+    lock_ = folder_lock(files_);
     const bool had_state = fs::exists(files_.state());
     if (had_state && !opt_.resume && !opt_.force)
       throw std::runtime_error(opt_.out_dir.string() +
                                " already holds a campaign: pass --resume to continue it or --force to start over");
-    if (opt_.force && !opt_.resume) {
-      for (const auto& f : files_.database_files()) fs::remove(f);
-      fs::remove(files_.state());
-      fs::remove(files_.current());
-      for (const auto& d : {files_.findings_dir(), files_.corpus_dir()}) {
-        fs::remove_all(d);
-        fs::create_directories(d);
-      }
-    }
+    if (opt_.force && !opt_.resume) clear_campaign(files_);
     if (!opt_.resume) {
       // The campaign keeps its own copy of the operator pool: a resume uses the same operators
       // whatever happened to the folders since.
-      snapshot_operators();
+      operators_from_ = opt_.op_dirs;
+      opt_.op_dirs = snapshot_operators(files_, opt_.op_dirs);
       make_generator();
     }
     auto opened = store::open(files_.database());
@@ -249,12 +206,13 @@ class loop {
     for (const auto& [op, rule] : gen_->pool().requirements.nan_rules)
       if (auto r = oracle::parse_nan_rule(rule)) nan_rules_.emplace(op, *r);
 
-    nlohmann::json state;
+    checkpoint state;
     if (opt_.resume) {
       if (!had_state) throw std::runtime_error(opt_.out_dir.string() + ": nothing to resume (no state.json)");
-      std::ifstream in(files_.state());
-      state = nlohmann::json::parse(in);
-      seed.emplace(b_.load(opt_.out_dir / state.at("seed").get<std::string>()));
+      auto read = read_checkpoint(files_.state());
+      if (!read) throw std::runtime_error(read.error());
+      state = std::move(*read);
+      seed.emplace(b_.load(opt_.out_dir / state.seed));
       inputs_.emplace(b_.load_inputs(files_.inputs()));
     } else {
       b_.save_inputs(*inputs_, files_.inputs());
@@ -276,21 +234,11 @@ class loop {
       for (const auto& c : configs_)
         if (c.available && c.default_on) opt_.configs.push_back(c.name);
     store_->set_meta("configs", nlohmann::json(opt_.configs).dump());
-    if (!opt_.resume) {
-      auto settings = settings_json(opt_);
-      nlohmann::json ops = nlohmann::json::array();
-      for (const auto& d : opt_.op_dirs) ops.push_back(d.lexically_relative(opt_.out_dir).string());
-      settings["operators"] = ops;
-      nlohmann::json from = nlohmann::json::array();
-      for (const auto& d : operators_from_) from.push_back(fs::absolute(d).lexically_normal().string());
-      settings["operators_from"] = from;
-      settings["inputs_from"] = opt_.inputs_path.empty() ? std::string() : fs::absolute(opt_.inputs_path).lexically_normal().string();
-      store_->set_meta("settings", settings.dump());
-    }
+    if (!opt_.resume) store_->set_meta("settings", start_settings_json(opt_, operators_from_).dump());
     for (const auto& c : configs_) perf_.reference[c.name] = c.reference;
 
     // Metrics: the test space is fixed by the requirement files and this build's registry.
-    universe_ = requirement_universe();
+    universe_ = generator_type::requirement_universe(opt_.op_dirs, b_);
     space_ = b_.metrics_space(universe_);
     tracker_.emplace(space_);
 
@@ -308,23 +256,6 @@ class loop {
     else corpus_->admit({files_.corpus_member(0), gen_->current(), gen_->current_profile(), {}});
   }
 
-  /// Resume: the stored settings replace the given ones and the operator pool is the
-  /// campaign's own copy (campaigns started before settings were stored keep the given ones).
-  void restore_settings() {
-    const auto st = stored_settings(opt_.out_dir);
-    if (!st) return;
-    const auto& stored = *st;
-    const auto policy = stored.value("policy_name", opt_.policy_name);
-    if (policy != opt_.policy_name)
-      throw std::invalid_argument(opt_.out_dir.string() + " runs policy " + policy + ", not " + opt_.policy_name +
-                                  ": a resumed campaign keeps its policy");
-    apply_settings(opt_, stored);
-    if (stored.contains("operators")) {
-      opt_.op_dirs.clear();
-      for (const auto& d : stored.at("operators")) opt_.op_dirs.push_back(opt_.out_dir / d.get<std::string>());
-    }
-  }
-
   /// Throws the pool's diagnostics as one error (before the folder is touched; the generator
   /// loads the campaign's copy of the pool once it exists).
   void check_pool() {
@@ -337,57 +268,11 @@ class loop {
     policy_.reset();
   }
 
-  /// Copies the operator folders (or files) into operators/K and points op_dirs there.
-  void snapshot_operators() {
-    fs::remove_all(files_.operators_dir());
-    std::vector<fs::path> copies;
-    operators_from_ = opt_.op_dirs;
-    for (std::size_t k = 0; k < opt_.op_dirs.size(); ++k) {
-      const auto& src = opt_.op_dirs[k];
-      const auto dst = files_.operators_copy(k);
-      fs::create_directories(dst);
-      if (fs::is_directory(src)) {
-        fs::copy(src, dst, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
-        copies.push_back(dst);
-      } else {
-        fs::copy_file(src, dst / src.filename(), fs::copy_options::overwrite_existing);
-        copies.push_back(dst / src.filename());
-      }
-    }
-    opt_.op_dirs = std::move(copies);
-  }
-
-  void lock_folder() {
-    lock_fd_ = ::open(files_.lock().c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (lock_fd_ < 0 || ::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0)
-      throw std::runtime_error(opt_.out_dir.string() + " is in use by another flowmut process");
-  }
-
-  [[nodiscard]] std::vector<std::string> requirement_universe() const {
-    std::vector<std::string> u;
-    for (const auto& dir : opt_.op_dirs)
-      if (fs::is_directory(dir / "requirements"))
-        for (auto& op : b_.requirement_universe(dir / "requirements")) u.push_back(op);
-    std::sort(u.begin(), u.end());
-    u.erase(std::unique(u.begin(), u.end()), u.end());
-    return u;
-  }
-
   /// Runs the seed `calibration_runs` times under every configuration: the last run's time sets
   /// the per-mutant timeout (max(floor, 10 x seed time), at most the cap); its outcome is round 0's.
   void calibrate() {
-    double ms = 0;
-    for (int i = 0; i < std::max(1, opt_.calibration_runs); ++i) {
-      auto o = workers_->execute(request(files_.current()), opt_.timeout_cap);
-      if (o.process_failed())
-        throw std::runtime_error("the seed model fails in the worker (" + std::string(to_string(o.exchange.kind)) +
-                                 "): " + o.exchange.log.substr(o.exchange.log.size() > 2000 ? o.exchange.log.size() - 2000 : 0));
-      if (!o.reply) throw std::runtime_error("the worker's reply on the seed is unreadable: " + o.reply_error);
-      if (!o.reply->ok) throw std::runtime_error("the seed model does not load in the worker: " + o.reply->error);
-      ms = o.exchange.wall_ms;
-      seed_outcome_ = std::move(o);
-    }
-    workers_->calibrate(ms, opt_.timeout_floor, opt_.timeout_cap);
+    seed_outcome_ = workers_->calibrate_on(request(files_.current()), opt_.calibration_runs, opt_.timeout_floor,
+                                           opt_.timeout_cap);
     store_->set_meta("timeout_ms", std::to_string(workers_->timeout().count()));
     store_->set_meta("calibration_load", std::to_string(workers_->calibration_load()));
     perf_.seed_times = seed_outcome_->reply->config_times();
@@ -397,10 +282,10 @@ class loop {
   /// the load it was calibrated at, instead of running the seed again: with compiled
   /// configurations a calibration costs minutes, and a fuzz job resumes each campaign once per
   /// slice. False (calibrate) for a campaign stored before its calibration was.
-  bool resume_calibration(const nlohmann::json& state) {
+  bool resume_calibration(const checkpoint& state) {
     const auto load = store_->meta("calibration_load");
-    const auto ms = state.value("timeout_ms", std::int64_t{0});
-    if (state.value("round", std::size_t{0}) == 0 || ms <= 0 || !load) return false;
+    const auto ms = state.timeout_ms;
+    if (state.round == 0 || ms <= 0 || !load) return false;
     workers_->restore_calibration(std::chrono::milliseconds(ms), std::stod(*load), opt_.timeout_floor, opt_.timeout_cap);
     return true;
   }
@@ -508,14 +393,14 @@ class loop {
     rec.context = pick.x.x;
     rec.site = gen.site;
     rec.extra_json = nlohmann::json{{"class", pick.cls}}.dump();
-    if (auto* f = std::get_if<failure_type>(&gen.result)) {
+    auto reject = [&](std::string why) {
       rec.verdict = round_verdict::rejected;
-      rec.reason = f->message;
+      rec.reason = std::move(why);
       status_.last = "rejected " + op.name;
       gen_->reject(pick);
       finish_round(rec);
-      return;
-    }
+    };
+    if (auto* f = std::get_if<failure_type>(&gen.result)) return reject(f->message);
     const auto& b = gen.bindings;
     auto t = clk::now();
     auto& mu = std::get<mutant_type>(gen.result);
@@ -524,11 +409,7 @@ class loop {
       b_.save(Backend::mutant_model(mu), mutant_path);
     } catch (const std::exception& e) {
       rec.phase_ms["export"] = ms_since(t);
-      rec.verdict = round_verdict::rejected;
-      rec.reason = std::string("export: ") + e.what();
-      gen_->reject(pick);
-      finish_round(rec);
-      return;
+      return reject(std::string("export: ") + e.what());
     }
     rec.phase_ms["export"] = ms_since(t);
 
@@ -714,64 +595,58 @@ class loop {
   /// Metric checkpoints: after round 0, every metrics_every rounds, and after the last round.
   void record_metrics() {
     if (round_ == 0 || round_ % opt_.metrics_every == 0 || round_ == opt_.rounds)
-      store_->put_metrics(static_cast<std::int64_t>(round_), metrics_map());
+      store_->put_metrics(static_cast<std::int64_t>(round_), metrics_row());
   }
 
-  [[nodiscard]] std::map<std::string, double> metrics_map() const {
-    const auto s = tracker_->current();
-    status_.metrics = s;
-    return {{"lic", s.lic},
-            {"lpc", s.lpc},
-            {"lsc", s.lsc},
-            {"dfsd", s.dfsd},
-            {"signatures", static_cast<double>(s.signatures)},
-            {"api_coverage", s.api_coverage},
-            {"apis", static_cast<double>(s.apis)},
-            {"test_cases", static_cast<double>(s.test_cases)},
-            {"findings", static_cast<double>(status_.findings)}};
+  /// The metrics row of a checkpoint: the tracker's snapshot and the findings so far.
+  [[nodiscard]] std::map<std::string, double> metrics_row() const {
+    status_.metrics = tracker_->current();
+    auto row = metrics::to_map(status_.metrics);
+    row["findings"] = static_cast<double>(status_.findings);
+    return row;
   }
 
-  /// state.json: what a resumed campaign needs beyond the database (written after the round's
-  /// database commit; a kill between the two redoes that round).
-  void checkpoint() {
+  /// state.json (checkpoint.hpp), written after the round's database commit.
+  void write_state() {
+    checkpoint c;
     std::ostringstream rng_state;
     rng_state << gen_->random();
-    nlohmann::json st = {{"round", round_},
-                         {"seed", files_.current_name()},
-                         {"rng", rng_state.str()},
-                         {"novelty", novelty_.to_json()},
-                         {"behaviour", behaviour_.to_json()},
-                         {"metrics", tracker_->to_json()},
-                         {"seed_times", perf_.seed_times},
-                         {"timeout_ms", workers_->timeout().count()},
-                         {"legal", status_.legal},
-                         {"executed", status_.executed},
-                         {"rounds", opt_.rounds},
-                         {"findings", status_.findings},  // for watchers (flowmut fuzz); not restored
-                         {"generator", gen_->state()}};
-    corpus_->checkpoint(st);
-    write_file_atomic(files_.state(), st.dump());
+    c.round = round_;
+    c.seed = files_.current_name();
+    c.rng = rng_state.str();
+    c.novelty = novelty_.to_json();
+    c.behaviour = behaviour_.to_json();
+    c.metrics = tracker_->to_json();
+    c.generator = gen_->state();
+    corpus_->checkpoint(c.corpus);
+    c.seed_times = perf_.seed_times;
+    c.timeout_ms = workers_->timeout().count();
+    c.legal = status_.legal;
+    c.executed = status_.executed;
+    c.rounds = opt_.rounds;
+    c.findings = status_.findings;
+    write_checkpoint(files_.state(), c);
   }
 
-  void restore(const nlohmann::json& st) {
-    round_ = st.at("round").get<std::size_t>();
+  void restore(const checkpoint& st) {
+    round_ = st.round;
     // Rounds after the checkpoint (a kill between a round's database writes and its
     // checkpoint) are redone: forget what they wrote.
     store_->forget_from(static_cast<std::int64_t>(round_));
-    std::istringstream rng_state(st.at("rng").get<std::string>());
+    std::istringstream rng_state(st.rng);
     rng_state >> gen_->random();
-    novelty_ = trace_novelty::from_json(st.at("novelty"));
-    behaviour_ = behaviour_history::from_json(st.value("behaviour", nlohmann::json::object()));
-    tracker_.emplace(metrics::tracker::from_json(st.at("metrics"), space_));
-    perf_.seed_times = st.value("seed_times", std::map<std::string, double>{});
-    status_.legal = st.value("legal", std::size_t{0});
-    status_.executed = st.value("executed", std::size_t{0});
+    novelty_ = trace_novelty::from_json(st.novelty);
+    behaviour_ = behaviour_history::from_json(st.behaviour);
+    tracker_.emplace(metrics::tracker::from_json(st.metrics, space_));
+    perf_.seed_times = st.seed_times;
+    status_.legal = st.legal;
+    status_.executed = st.executed;
     // The corpus: members re-imported from their files (node ids are new: roots by position).
     corpus_->restore(
-        st, [&](const fs::path& p) { return b_.load(p); }, [&](const model_type& m) { return b_.profile(m, *inputs_); });
+        st.corpus, [&](const fs::path& p) { return b_.load(p); }, [&](const model_type& m) { return b_.profile(m, *inputs_); });
     // current.pt is always a member's copy: continue from it with that member's ids.
     if (!corpus_->empty()) gen_->set_seed(corpus_->current().model, corpus_->current().profile, *inputs_);
-    gen_->restore_state(st.value("generator", nlohmann::json::object()));
+    gen_->restore_state(st.generator);
     // The policy and the coverage counts are replayed from the recorded rounds.
     for (const auto& r : store_->rounds()) {
       if (r.round >= static_cast<std::int64_t>(round_)) break;
@@ -814,7 +689,7 @@ class loop {
   double accept_ms_ = 0;  ///< time the current round spent re-seeding (excluded from "judge")
   std::vector<fs::path> operators_from_;  ///< the operator folders the snapshot was taken from
   std::size_t round_ = 0;
-  int lock_fd_ = -1;
+  folder_lock lock_;  ///< held from setup to the loop's end: another loop of this process may then resume
   mutable status status_;
 };
 

@@ -15,7 +15,8 @@
 ///     mock::mul(a, b)     a * b   (b an edge or a constant)
 ///     mock::neg(a)  mock::relu(a)  mock::tanh(a)  mock::identity(a)  mock::softsign(a)
 ///
-/// A model file (the campaign calls it current.pt, corpus/N.pt: the core's names) is JSON:
+/// A model file (the campaign's current.json, corpus/N.json: layout.hpp with this backend's
+/// `model_extension`) is JSON:
 ///
 ///     {"mock": 1, "width": 4, "inputs": 1,
 ///      "nodes": [{"op": "mock::relu", "args": ["%0"]}, {"op": "mock::mul", "args": ["%1", 2.0]}],
@@ -23,7 +24,7 @@
 ///
 /// Values are numbered: %0 .. %(inputs-1) are the graph inputs, then node j defines
 /// %(inputs+j); an argument is a value ("%k", defined earlier) or a number (a constant).
-/// Profiling inputs (inputs.pt) are JSON too: {"runs": [[[x0, x1, ...] per graph input] per run]}.
+/// Profiling inputs (inputs.json) are JSON too: {"runs": [[[x0, x1, ...] per graph input] per run]}.
 ///
 /// What each operation does, honestly: `profile` evaluates the graph on every profiling input
 /// and records F(e) of every edge (state::tensor_state: f64, rank 1, the values' summary);
@@ -465,6 +466,9 @@ class backend {
   using mutant_type = mutant;
   using failure_type = failure;
   using adapter_type = mock::adapter;
+
+  /// The campaign folder's model files are current.json, corpus/N.json, findings/ID/mutant.json.
+  static constexpr std::string_view model_extension = ".json";
 
   /// Makes `mock::` an op namespace of the DSL in this process (as LibTorch's custom operator
   /// libraries are registered), so that operator files can name the mock's node kinds.

@@ -4,16 +4,19 @@
 /// its start (campaign.db meta "settings"), reused by a resume so that it makes the choices the
 /// uninterrupted campaign would. The campaign-defining settings are listed once, in
 /// `for_each_setting`; settings_json, apply_settings and the tools' resume checks read that list.
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <string>
 #include <system_error>
 #include <type_traits>
+#include <stdexcept>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "tfg/campaign/backend.hpp"
 #include "tfg/campaign/layout.hpp"
 #include "tfg/campaign/store.hpp"
 #include "tfg/select/features.hpp"
@@ -109,6 +112,55 @@ inline void apply_settings(options& o, const nlohmann::json& s) {
   o.reward = s.value("reward", std::string("paper"));  // campaigns before the behaviour reward learnt from the trace
 }
 
+/// The settings stored at a campaign's start (meta "settings"): settings_json, the operator
+/// copies relative to the folder, the operator folders and inputs file they came from
+/// (absolute: a resume given the same paths again is not a change).
+[[nodiscard]] inline nlohmann::json start_settings_json(const options& o, const std::vector<fs::path>& operators_from) {
+  auto settings = settings_json(o);
+  nlohmann::json ops = nlohmann::json::array();
+  for (const auto& d : o.op_dirs) ops.push_back(d.lexically_relative(o.out_dir).string());
+  settings["operators"] = ops;
+  nlohmann::json from = nlohmann::json::array();
+  for (const auto& d : operators_from) from.push_back(fs::absolute(d).lexically_normal().string());
+  settings["operators_from"] = from;
+  settings["inputs_from"] =
+      o.inputs_path.empty() ? std::string() : fs::absolute(o.inputs_path).lexically_normal().string();
+  return settings;
+}
+
+/// Refuses (std::invalid_argument) what cannot run, before anything is written: no folder or
+/// a file in its place, nothing to resume, a campaign already there (without --force), no seed,
+/// a non-positive timeout or memory limit, an unknown reward, an empty corpus, a configuration
+/// `known` does not list or this machine does not have.
+inline void validate(const options& o, const std::vector<config_desc>& known) {
+  auto bad = [](const std::string& m) { throw std::invalid_argument(m); };
+  const layout files(o.out_dir);
+  if (o.out_dir.empty()) bad("the campaign folder (--out) is empty");
+  std::error_code ec;
+  if (fs::exists(o.out_dir, ec) && !fs::is_directory(o.out_dir, ec)) bad(o.out_dir.string() + " exists and is not a folder");
+  if (o.resume && !fs::exists(files.state(), ec))
+    bad(o.out_dir.string() + ": nothing to resume (no campaign there: no state.json)");
+  if (!o.resume && fs::exists(files.state(), ec) && !o.force)
+    bad(o.out_dir.string() + " already holds a campaign: pass --resume to continue it or --force to start over");
+  if (!o.resume) {
+    if (o.seed_model.empty()) bad("a seed model is required (or --resume)");
+    if (!fs::is_regular_file(o.seed_model, ec)) bad(o.seed_model.string() + ": no such file");
+  }
+  if (o.timeout_cap.count() <= 0) bad("the timeout must be positive");
+  if (o.reward != "behaviour" && o.reward != "paper") bad("unknown reward `" + o.reward + "` (behaviour, paper)");
+  if (o.corpus_size == 0) bad("the corpus keeps at least the original seed (--corpus >= 1)");
+  if (o.rss_limit_bytes < 0) bad("the memory limit must be positive");
+  for (const auto& name : o.configs) {
+    const auto it = std::find_if(known.begin(), known.end(), [&](const auto& c) { return c.name == name; });
+    if (it == known.end()) {
+      std::string names;
+      for (const auto& c : known) names += (names.empty() ? "" : ", ") + c.name;
+      bad("unknown configuration '" + name + "' (known: " + names + ")");
+    }
+    if (!it->available) bad("configuration '" + name + "' is not available on this machine (flowmut configs)");
+  }
+}
+
 /// The settings the campaign in `dir` started with (settings_json), or why there are none.
 /// Reads only: a folder without a campaign is left as it is.
 [[nodiscard]] inline tfg::expected<nlohmann::json, std::string> stored_settings(const fs::path& dir) {
@@ -122,6 +174,24 @@ inline void apply_settings(options& o, const nlohmann::json& s) {
   auto j = nlohmann::json::parse(*text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return tfg::unexpected(dir.string() + ": unreadable settings in campaign.db");
   return j;
+}
+
+/// Resume: the stored settings of the campaign in `o.out_dir` replace `o`'s, and the operator
+/// pool is the campaign's own copy (a campaign started before settings were stored keeps the
+/// given ones). Throws std::invalid_argument when `o` names another policy.
+inline void restore_settings(options& o) {
+  const auto st = stored_settings(o.out_dir);
+  if (!st) return;
+  const auto& stored = *st;
+  const auto policy = stored.value("policy_name", o.policy_name);
+  if (policy != o.policy_name)
+    throw std::invalid_argument(o.out_dir.string() + " runs policy " + policy + ", not " + o.policy_name +
+                                ": a resumed campaign keeps its policy");
+  apply_settings(o, stored);
+  if (stored.contains("operators")) {
+    o.op_dirs.clear();
+    for (const auto& d : stored.at("operators")) o.op_dirs.push_back(o.out_dir / d.get<std::string>());
+  }
 }
 
 }  // namespace tfg::campaign

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -82,6 +83,25 @@ class supervisor {
   }
   /// execute() under the calibrated per-mutant timeout.
   run_outcome execute(const worker_request& req) { return execute(req, timeout_); }
+
+  /// Runs the seed (`seed`) `runs` times (at least once) under `cap`: the last run's time sets
+  /// the per-mutant timeout (calibrate); returns that run's outcome. Throws std::runtime_error
+  /// when the seed kills the worker, its reply is unreadable or it does not load.
+  run_outcome calibrate_on(const worker_request& seed, int runs, std::chrono::milliseconds floor,
+                           std::chrono::milliseconds cap) {
+    std::optional<run_outcome> last;
+    for (int i = 0; i < std::max(1, runs); ++i) {
+      auto o = execute(seed, cap);
+      if (o.process_failed())
+        throw std::runtime_error("the seed model fails in the worker (" + std::string(to_string(o.exchange.kind)) +
+                                 "): " + o.exchange.log.substr(o.exchange.log.size() > 2000 ? o.exchange.log.size() - 2000 : 0));
+      if (!o.reply) throw std::runtime_error("the worker's reply on the seed is unreadable: " + o.reply_error);
+      if (!o.reply->ok) throw std::runtime_error("the seed model does not load in the worker: " + o.reply->error);
+      last = std::move(o);
+    }
+    calibrate(last->exchange.wall_ms, floor, cap);
+    return std::move(*last);
+  }
 
   /// The per-mutant timeout: max(floor, 10 x the seed's time), at most the cap.
   void calibrate(double seed_ms, std::chrono::milliseconds floor, std::chrono::milliseconds cap) {

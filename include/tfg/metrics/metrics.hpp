@@ -328,6 +328,18 @@ struct snapshot {
   std::size_t test_cases = 0;  ///< observations folded in
 };
 
+/// The snapshot as the campaign store's metrics row (name -> value).
+[[nodiscard]] inline std::map<std::string, double> to_map(const snapshot& s) {
+  return {{"lic", s.lic},
+          {"lpc", s.lpc},
+          {"lsc", s.lsc},
+          {"dfsd", s.dfsd},
+          {"signatures", static_cast<double>(s.signatures)},
+          {"api_coverage", s.api_coverage},
+          {"apis", static_cast<double>(s.apis)},
+          {"test_cases", static_cast<double>(s.test_cases)}};
+}
+
 [[nodiscard]] inline nlohmann::json to_json(const snapshot& s) {
   return {{"lic", s.lic},          {"lpc", s.lpc},   {"lsc", s.lsc},
           {"dfsd", s.dfsd},        {"signatures", s.signatures},

@@ -8,13 +8,10 @@
 #include <tfg/campaign/layout.hpp>
 #include <tfg/campaign/report.hpp>
 #include <tfg/campaign/sarif.hpp>
+#include <tfg/campaign/spawn.hpp>
 #include <tfg/campaign/store.hpp>
 #include <tfg/util/atomic_file.hpp>
 
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -127,26 +124,7 @@ pid_t start_slice(const std::string& self_exe, const fuzz_args& a, const tc::fuz
   if (a.given.count("timeout")) args.insert(args.end(), {"--timeout", std::to_string(a.timeout_s)});
   fs::create_directories(tc::fuzz_layout(out).logs_dir());
   const std::string log = tc::fuzz_layout(out).log(u.name).string();
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (::getppid() != parent) ::_exit(127);
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd >= 0) {
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      ::close(fd);
-    }
-    ::signal(SIGINT, SIG_DFL);
-    std::vector<char*> argv;
-    for (auto& s : args) argv.push_back(s.data());
-    argv.push_back(nullptr);
-    ::execv(self_exe.c_str(), argv.data());
-    ::_exit(127);
-  }
-  return pid;
+  return tc::spawn_program(std::move(args), log);
 }
 
 /// Copies a finding folder into the job's findings/ID (without its reduction tries).
@@ -158,92 +136,6 @@ void copy_finding(const fs::path& from, const fs::path& to) {
     if (e.path().filename() == "reduce") continue;
     fs::copy(e.path(), to / e.path().filename(), fs::copy_options::recursive | fs::copy_options::overwrite_existing, ec);
   }
-}
-
-/// OUT/report.html for a fuzzing job (or a merge of shards): the totals, the distinct findings
-/// with their witnesses, and the units with links to their campaigns' own reports.
-void write_fuzz_report(const fs::path& out, const tc::findings_index& idx, const std::vector<tc::fuzz_unit>& units,
-                       const std::string& what, const std::vector<tc::known_issue>& known) {
-  using tc::report_detail::esc;
-  using tc::report_detail::num;
-  std::vector<tc::finding_row> rows;
-  for (const auto* f : idx.entries()) rows.push_back(f->job_row());
-  std::size_t rounds = 0;
-  double seconds = 0;
-  for (const auto& u : units) rounds += u.round, seconds += u.seconds;
-  write_file_atomic(tc::fuzz_layout(out).findings_sarif(), tc::sarif_log(out, rows, tc::finding_metas(out, rows), rounds).dump(2) + "\n");
-  std::ostringstream h;
-  h << "<!doctype html><html><head><meta charset=\"utf-8\"><title>flowmut " << esc(what) << "</title><style>"
-    << tc::report_detail::style << "</style></head><body><h1>flowmut " << esc(what) << "</h1><table class=\"summary\">";
-  auto row = [&](const std::string& k, const std::string& v) { h << "<tr><th>" << esc(k) << "</th><td>" << v << "</td></tr>"; };
-  row("folder", esc(fs::absolute(out).string()));
-  std::set<std::string> seeds;
-  for (const auto& u : units) seeds.insert(u.seed.string());
-  row("seeds", std::to_string(seeds.size()) + " (" + std::to_string(units.size()) + " campaigns)");
-  row("rounds", std::to_string(rounds) + " in " + esc(tc::format_duration(seconds)) + " of campaign time");
-  std::size_t known_count = 0;
-  for (const auto* f : idx.entries())
-    known_count += !tc::indexed_finding::is_flaky(f) && tc::known_issue_of(known, f->job_row()) != nullptr;
-  // One defect per mechanism (tfg/campaign/defects.hpp), its reproduced variants under it.
-  const auto defects = idx.defects();
-  const auto counts = tc::count_defects(defects, &tc::indexed_finding::is_flaky);
-  row("findings", esc(tc::describe(counts)) + (known_count ? " (" + std::to_string(known_count) + " known upstream)" : "") +
-                      ", " + std::to_string(idx.witnesses()) + " witnesses");
-  auto finding_row_html = [&](const tc::indexed_finding* f, const std::string& defect) {
-    const auto& r = f->row;
-    std::string wit;
-    for (const auto& w : f->witnesses) {
-      const auto report = tc::fuzz_layout(out).campaign(w.unit).report();
-      const bool local = fs::is_regular_file(report);
-      wit += (local ? "<a href=\"" + esc(report.lexically_relative(out).generic_string()) + "\">" + esc(w.unit) + "</a>" : esc(w.unit)) +
-             " (round " + std::to_string(w.first_round) + ")<br>";
-    }
-    std::string repro = "<span class=\"muted\">not reduced</span>";
-    for (const std::string_view file : {tc::finding_layout::repro_py_name(), tc::finding_layout::issue_name()})
-      if (fs::is_regular_file(out / r.dir / file)) {
-        if (repro.find("muted") != std::string::npos) repro.clear();
-        repro += "<a href=\"" + esc(r.dir) + "/" + std::string(file) + "\">" + std::string(file) + "</a> ";
-      }
-    h << "<tr class=\"finding" << (tc::indexed_finding::is_flaky(f) ? " flaky" : "") << "\"><td>" << defect << "</td><td>"
-      << esc(r.id) << "</td><td>" << esc(r.kind) << "</td><td>" << esc(r.culprit_op) << "</td><td>" << esc(r.config_a)
-      << " vs " << esc(r.config_b) << "</td><td>" << esc(f->status()) << "</td><td>" << wit << "</td><td>" << repro
-      << "</td><td>" << esc(r.title);
-    if (const auto* k = tc::known_issue_of(known, f->job_row())) h << tc::report_detail::known_note(*k);
-    h << "</td></tr>";
-  };
-  const char* head = "<tr><th>defect</th><th>finding</th><th>kind</th><th>culprit</th><th>pair</th><th>status</th>"
-                     "<th>witnesses</th><th>reproducer</th><th>title</th></tr>";
-  h << "</table><h2>Defects</h2><p class=\"muted\">Findings that share kind, configuration pair, culprit operator, "
-       "dtype, device and detail are one defect; its variants differ in the state of the culprit's inputs.</p>"
-       "<table class=\"findings\">" << head;
-  for (const auto& d : defects) {
-    if (!d.reproduced) continue;
-    bool first = true;
-    for (const auto* f : d.variants) {
-      if (tc::indexed_finding::is_flaky(f)) continue;
-      finding_row_html(f, first ? esc(d.id) : "<span class=\"muted\">&#x2514; variant</span>");
-      first = false;
-    }
-  }
-  h << "</table>";
-  if (counts.variants == 0) h << "<p class=\"muted\">No defects.</p>";
-  if (counts.flaky) {
-    h << "<h2>Not reproduced (flaky)</h2><p class=\"muted\">Findings no rerun showed again (a hang on a loaded machine "
-         "is one); not counted as defects.</p><table class=\"findings\">" << head;
-    for (const auto* f : idx.entries())
-      if (tc::indexed_finding::is_flaky(f)) finding_row_html(f, esc(tc::defect_id(tc::mechanism_of(f->row.key))));
-    h << "</table>";
-  }
-  h << "<h2>Campaigns</h2><table><tr><th>campaign</th><th>seed</th><th>rounds</th><th>slices</th><th>time</th>"
-       "<th>findings</th><th>state</th></tr>";
-  for (const auto& u : units)
-    h << "<tr><td>" << esc(u.name) << "</td><td>" << esc(u.seed.filename().string()) << "</td><td>" << u.round << "</td><td>"
-      << u.slices << "</td><td>" << esc(tc::format_duration(u.seconds)) << "</td><td>" << u.findings << "</td><td>"
-      << (u.error.empty() ? (u.done ? "done" : "open") : "<span class=\"bad\">failed: " + esc(u.error) + "</span>")
-      << "</td></tr>";
-  h << "</table><p class=\"muted\">Written by flowmut; findings.jsonl (the index, witnesses included) and findings.sarif "
-       "beside it.</p></body></html>\n";
-  write_file_atomic(tc::fuzz_layout(out).report(), h.str());
 }
 
 class fuzz_job {
@@ -269,7 +161,7 @@ class fuzz_job {
       if (jobs_.empty()) break;
       reap();
       if ((g_fuzz_interrupted || l <= 0) && !forwarded) {
-        for (auto& j : jobs_) ::kill(j.pid, SIGINT), j.signalled = true;
+        for (auto& j : jobs_) tc::interrupt(j.pid), j.signalled = true;
         forwarded = true;
       }
       if (tty_) {
@@ -294,7 +186,7 @@ class fuzz_job {
         }
       }
     if (a_.reduce_budget_s > 0 && !g_fuzz_interrupted) reduce_findings();
-    write_fuzz_report(out_, index_, units_, "fuzz", known_);
+    tc::write_fuzz_report(out_, index_, units_, "fuzz", known_);
     print_summary();
     if (g_fuzz_interrupted) {
       std::printf("interrupted with %s of the budget left; continue with: flowmut fuzz --resume --out %s\n",
@@ -407,9 +299,8 @@ class fuzz_job {
 
   void reap() {
     for (auto it = jobs_.begin(); it != jobs_.end();) {
-      int status = 0;
-      const pid_t r = ::waitpid(it->pid, &status, WNOHANG);
-      if (r == 0) {
+      const auto exited = tc::poll_exit(it->pid);
+      if (!exited) {
         it->view = view_of(files_.campaign(units_[it->unit].name).root());
         if (it->first_round_s < 0 && it->view.round > it->round_before) it->first_round_s = seconds_since(it->started);
         // A slice far past its time (a round stuck beyond the campaign's own timeouts) is told to stop.
@@ -417,13 +308,13 @@ class fuzz_job {
         // calibration compiles cold is not far past its time.
         const double cap_s = campaign_timeout_cap_s(a_.timeout_s, a_.given.count("timeout") > 0, a_.configs);
         if (!it->signalled && seconds_since(it->started) > it->slice_s + 3.0 * cap_s + 60) {
-          ::kill(it->pid, SIGINT);
+          tc::interrupt(it->pid);
           it->signalled = true;
         }
         ++it;
         continue;
       }
-      finish(*it, r < 0 ? -1 : status);
+      finish(*it, *exited);
       running_[it->unit] = false;
       it = jobs_.erase(it);
     }
@@ -663,7 +554,7 @@ int run_merge_command(const std::vector<std::string>& dirs, const std::string& o
     const auto known = known_issues();
     write_file_atomic(tc::fuzz_layout(o).findings_jsonl(), idx.to_jsonl(known));
     write_file_atomic(tc::fuzz_layout(o).state(), nlohmann::json({{"version", 1}, {"merged", true}, {"units", merged}}).dump(1) + "\n");
-    write_fuzz_report(o, idx, merged, "merge", known);
+    tc::write_fuzz_report(o, idx, merged, "merge", known);
     std::printf("merged %zu folder(s): %zu campaigns, %zu distinct findings (%s), %zu witnesses\nreport: %s\nfindings: %s\n",
                 dirs.size(), merged.size(), idx.size(), tc::describe(idx.counts()).c_str(), idx.witnesses(), tc::fuzz_layout(o).report().c_str(),
                 tc::fuzz_layout(o).findings_jsonl().c_str());

@@ -1,5 +1,6 @@
 // flowmut legality: how well the constraint system separates legal from illegal candidates
 // (the paper's Table 6), measured on real seeds. See docs/legality.md.
+#include <tfg/campaign/spawn.hpp>
 #include <tfg/campaign/fuzz.hpp>
 #include <tfg/campaign/generator.hpp>
 #include <tfg/dsl/source.hpp>
@@ -72,8 +73,7 @@ struct sample {
 /// it). Runs in a forked child so that a crash or a hang of the framework costs one label,
 /// not the measurement; the reply is one line on a pipe.
 struct child {
-  pid_t pid = -1;
-  int fd = -1;
+  tfg::campaign::forked_child proc;
   std::size_t sample = 0;
   clock_type::time_point started;
   std::string reply;
@@ -296,10 +296,7 @@ int run_legality_command(const legality_args& a) {
   auto reap = [&](child& c, bool timed_out) {
     auto& x = samples[c.sample];
     x.seconds = std::chrono::duration<double>(clock_type::now() - c.started).count();
-    int status = 0;
-    if (timed_out) ::kill(c.pid, SIGKILL);
-    ::waitpid(c.pid, &status, 0);
-    ::close(c.fd);
+    const int status = tfg::campaign::reap(c.proc, timed_out);
     if (!timed_out && !c.reply.empty() && c.reply[0] == 'B') {
       // the verdict before execution, then the label
       const auto nl = c.reply.find('\n');
@@ -335,44 +332,23 @@ int run_legality_command(const legality_args& a) {
   };
   while (done < samples.size()) {
     while (static_cast<int>(running.size()) < jobs && next < samples.size()) {
-      int fds[2];
-      if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
       std::fflush(stdout);
       std::fflush(stderr);
       const auto& x = samples[next];
       const auto& s = *seeds[x.seed];
       *context = {&s.m, &s.prof};
-      const pid_t pid = ::fork();
-      if (pid < 0) throw std::runtime_error("fork failed");
-      if (pid == 0) {
-        ::close(fds[0]);
-        ::setpgid(0, 0);
-        std::string r;
-        try {
-          r = label_candidate(s, ops[x.op], x.b, symbols, pool.requirements);
-        } catch (...) {
-          r = "I exception unknown";
-        }
-        r += "\n";
-        for (std::size_t off = 0; off < r.size();) {
-          const auto n = ::write(fds[1], r.data() + off, r.size() - off);
-          if (n <= 0) break;
-          off += static_cast<std::size_t>(n);
-        }
-        ::_exit(0);
-      }
-      ::close(fds[1]);
-      running.push_back({pid, fds[0], next++, clock_type::now(), {}});
+      auto proc = tfg::campaign::fork_call([&] { return label_candidate(s, ops[x.op], x.b, symbols, pool.requirements); });
+      running.push_back({proc, next++, clock_type::now(), {}});
     }
     std::vector<pollfd> pf;
-    for (const auto& c : running) pf.push_back({c.fd, POLLIN, 0});
+    for (const auto& c : running) pf.push_back({c.proc.fd, POLLIN, 0});
     ::poll(pf.data(), pf.size(), 200);
     for (std::size_t i = running.size(); i-- > 0;) {
       auto& c = running[i];
       bool finished = false;
       if (pf[i].revents & (POLLIN | POLLHUP | POLLERR)) {
         char buf[4096];
-        const auto n = ::read(c.fd, buf, sizeof buf);
+        const auto n = ::read(c.proc.fd, buf, sizeof buf);
         if (n > 0) c.reply.append(buf, static_cast<std::size_t>(n));
         else finished = true;  // EOF: the child exited (or died)
       }

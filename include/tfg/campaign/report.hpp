@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -23,6 +24,7 @@
 
 #include "tfg/campaign/sarif.hpp"
 #include "tfg/campaign/defects.hpp"
+#include "tfg/campaign/fuzz.hpp"
 #include "tfg/campaign/known_issues.hpp"
 #include "tfg/campaign/layout.hpp"
 #include "tfg/campaign/store.hpp"
@@ -367,6 +369,94 @@ inline report_result write_report(const std::filesystem::path& dir, const std::v
     write_file_atomic(folder.index_html(), p.str());
   }
   return out;
+}
+
+/// OUT/report.html for a fuzzing job (or a merge of shards): the totals, the distinct findings
+/// with their witnesses, and the units with links to their campaigns' own reports.
+/// (Written for flowmut fuzz and flowmut merge: OUT/report.html and OUT/findings.sarif.)
+inline void write_fuzz_report(const std::filesystem::path& out, const findings_index& idx, const std::vector<fuzz_unit>& units,
+                       const std::string& what, const std::vector<known_issue>& known) {
+  namespace fs = std::filesystem;
+  using report_detail::esc;
+  using report_detail::num;
+  std::vector<finding_row> rows;
+  for (const auto* f : idx.entries()) rows.push_back(f->job_row());
+  std::size_t rounds = 0;
+  double seconds = 0;
+  for (const auto& u : units) rounds += u.round, seconds += u.seconds;
+  write_file_atomic(fuzz_layout(out).findings_sarif(), sarif_log(out, rows, finding_metas(out, rows), rounds).dump(2) + "\n");
+  std::ostringstream h;
+  h << "<!doctype html><html><head><meta charset=\"utf-8\"><title>flowmut " << esc(what) << "</title><style>"
+    << report_detail::style << "</style></head><body><h1>flowmut " << esc(what) << "</h1><table class=\"summary\">";
+  auto row = [&](const std::string& k, const std::string& v) { h << "<tr><th>" << esc(k) << "</th><td>" << v << "</td></tr>"; };
+  row("folder", esc(fs::absolute(out).string()));
+  std::set<std::string> seeds;
+  for (const auto& u : units) seeds.insert(u.seed.string());
+  row("seeds", std::to_string(seeds.size()) + " (" + std::to_string(units.size()) + " campaigns)");
+  row("rounds", std::to_string(rounds) + " in " + esc(format_duration(seconds)) + " of campaign time");
+  std::size_t known_count = 0;
+  for (const auto* f : idx.entries())
+    known_count += !indexed_finding::is_flaky(f) && known_issue_of(known, f->job_row()) != nullptr;
+  // One defect per mechanism (tfg/campaign/defects.hpp), its reproduced variants under it.
+  const auto defects = idx.defects();
+  const auto counts = count_defects(defects, &indexed_finding::is_flaky);
+  row("findings", esc(describe(counts)) + (known_count ? " (" + std::to_string(known_count) + " known upstream)" : "") +
+                      ", " + std::to_string(idx.witnesses()) + " witnesses");
+  auto finding_row_html = [&](const indexed_finding* f, const std::string& defect) {
+    const auto& r = f->row;
+    std::string wit;
+    for (const auto& w : f->witnesses) {
+      const auto report = fuzz_layout(out).campaign(w.unit).report();
+      const bool local = fs::is_regular_file(report);
+      wit += (local ? "<a href=\"" + esc(report.lexically_relative(out).generic_string()) + "\">" + esc(w.unit) + "</a>" : esc(w.unit)) +
+             " (round " + std::to_string(w.first_round) + ")<br>";
+    }
+    std::string repro = "<span class=\"muted\">not reduced</span>";
+    for (const std::string_view file : {finding_layout::repro_py_name(), finding_layout::issue_name()})
+      if (fs::is_regular_file(out / r.dir / file)) {
+        if (repro.find("muted") != std::string::npos) repro.clear();
+        repro += "<a href=\"" + esc(r.dir) + "/" + std::string(file) + "\">" + std::string(file) + "</a> ";
+      }
+    h << "<tr class=\"finding" << (indexed_finding::is_flaky(f) ? " flaky" : "") << "\"><td>" << defect << "</td><td>"
+      << esc(r.id) << "</td><td>" << esc(r.kind) << "</td><td>" << esc(r.culprit_op) << "</td><td>" << esc(r.config_a)
+      << " vs " << esc(r.config_b) << "</td><td>" << esc(f->status()) << "</td><td>" << wit << "</td><td>" << repro
+      << "</td><td>" << esc(r.title);
+    if (const auto* k = known_issue_of(known, f->job_row())) h << report_detail::known_note(*k);
+    h << "</td></tr>";
+  };
+  const char* head = "<tr><th>defect</th><th>finding</th><th>kind</th><th>culprit</th><th>pair</th><th>status</th>"
+                     "<th>witnesses</th><th>reproducer</th><th>title</th></tr>";
+  h << "</table><h2>Defects</h2><p class=\"muted\">Findings that share kind, configuration pair, culprit operator, "
+       "dtype, device and detail are one defect; its variants differ in the state of the culprit's inputs.</p>"
+       "<table class=\"findings\">" << head;
+  for (const auto& d : defects) {
+    if (!d.reproduced) continue;
+    bool first = true;
+    for (const auto* f : d.variants) {
+      if (indexed_finding::is_flaky(f)) continue;
+      finding_row_html(f, first ? esc(d.id) : "<span class=\"muted\">&#x2514; variant</span>");
+      first = false;
+    }
+  }
+  h << "</table>";
+  if (counts.variants == 0) h << "<p class=\"muted\">No defects.</p>";
+  if (counts.flaky) {
+    h << "<h2>Not reproduced (flaky)</h2><p class=\"muted\">Findings no rerun showed again (a hang on a loaded machine "
+         "is one); not counted as defects.</p><table class=\"findings\">" << head;
+    for (const auto* f : idx.entries())
+      if (indexed_finding::is_flaky(f)) finding_row_html(f, esc(defect_id(mechanism_of(f->row.key))));
+    h << "</table>";
+  }
+  h << "<h2>Campaigns</h2><table><tr><th>campaign</th><th>seed</th><th>rounds</th><th>slices</th><th>time</th>"
+       "<th>findings</th><th>state</th></tr>";
+  for (const auto& u : units)
+    h << "<tr><td>" << esc(u.name) << "</td><td>" << esc(u.seed.filename().string()) << "</td><td>" << u.round << "</td><td>"
+      << u.slices << "</td><td>" << esc(format_duration(u.seconds)) << "</td><td>" << u.findings << "</td><td>"
+      << (u.error.empty() ? (u.done ? "done" : "open") : "<span class=\"bad\">failed: " + esc(u.error) + "</span>")
+      << "</td></tr>";
+  h << "</table><p class=\"muted\">Written by flowmut; findings.jsonl (the index, witnesses included) and findings.sarif "
+       "beside it.</p></body></html>\n";
+  write_file_atomic(fuzz_layout(out).report(), h.str());
 }
 
 }  // namespace tfg::campaign

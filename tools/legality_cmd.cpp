@@ -143,7 +143,7 @@ std::string effect_failure(const seed_state& s, const tfg::torch::mutant& mu, co
     if (!mine.ok() || !theirs.ok())
       return "I effect " + native_excess + " (and the float64 reference cannot decide: " +
              first_line(mine.ok() ? theirs.error : mine.error) + ")";
-    const auto w64 = tfg::torch::worker_detail::float64_excess(mine, theirs, op.atol.value_or(0.0), op.rtol.value_or(0.0));
+    const auto w64 = tfg::torch::float64_excess(mine, theirs, op.atol.value_or(0.0), op.rtol.value_or(0.0));
     if (w64.worst.first > 0) {
       char buf[160];
       std::snprintf(buf, sizeof buf, ", and by %.3g beyond atol=%g rtol=%g in the float64 reference", w64.worst.first,

@@ -408,7 +408,7 @@ void write_issue(const fs::path& dir, const nlohmann::json& meta, const tfg::tor
   } else if (tfg::torch::is_compiled_config(b)) {
     // PyTorch's torch.compile bug template (pt2-bug-report): the backend that breaks, the
     // backend ladder, and the versions from torch.__config__.show() of the Python that ran repro.py.
-    const auto backend = tfg::campaign::report_detail::backend_of(meta.value("message", std::string()));
+    const auto backend = tfg::campaign::backend_of(meta.value("message", std::string()));
     md << "\n### Backend\n\n" << (backend.empty() ? std::string("not attributed") : backend)
        << "\n\nLadder (PyTorch's triage): eager (`" << a << "`) is the reference; `aot_eager` is Dynamo + AOTAutograd "
        << "without Inductor; `" << b << "` diverges. repro.py sets `torch._inductor.config.fallback_random = True` and "

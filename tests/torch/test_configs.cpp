@@ -216,7 +216,7 @@ graph(%x : Tensor):
   CHECK(tt::judge(tt::run_config("eager_op_by_op", m, inputs), f64, {}, &m).kind <= verdict_kind::within_tolerance);
 
   // The casts that copied get copy=True; the no-op cast (%t is float32 already) stays an alias.
-  const auto wide = tt::config_detail::widened_model(m, &inputs[0]);
+  const auto wide = tt::widened_model(m, &inputs[0]);
   int copies = 0, aliases = 0;
   for (auto n : wide.graph.nodes()) {
     const auto& d = wide.graph.data(n);
@@ -226,7 +226,7 @@ graph(%x : Tensor):
   CHECK(copies == 2);
   CHECK(aliases == 1);
   // Without an input nothing can be known: the casts are left as they are.
-  const auto blind = tt::config_detail::widened_model(m);
+  const auto blind = tt::widened_model(m);
   int unchanged = 0;
   for (auto n : blind.graph.nodes())
     if (blind.graph.data(n).kind == c10::aten::to) unchanged += !blind.graph.data(n).args.at(3).constant.toBool();

@@ -358,13 +358,13 @@ graph(%x : Tensor, %d : Tensor):
   auto d = at::ones({2, 4});
   d.index_put_({0, 1}, 1e-40);
   const auto input = std::vector<c10::IValue>{at::ones({2, 4}), d};
-  const auto why = tt::worker_detail::gradient_range_exceeded(m, input);
+  const auto why = tt::gradient_range_exceeded(m, input);
   INFO(why);
   CHECK(why.find("the float64 gradient at position") == 0);
   CHECK(why.find("aten::mul") != std::string::npos);  // the gradient of %y is 1/d
   CHECK(why.find("beyond Float's largest") != std::string::npos);
   // The same model on an ordinary divisor stays in range.
-  CHECK(tt::worker_detail::gradient_range_exceeded(m, {at::ones({2, 4}), at::ones({2, 4})}).empty());
+  CHECK(tt::gradient_range_exceeded(m, {at::ones({2, 4}), at::ones({2, 4})}).empty());
   // End to end: the worker does not call the pair's disagreement a finding.
   const files f(m, input);
   in_process_worker w;
@@ -555,7 +555,7 @@ def forward(self, x):
 )");
   mod.eval();
   const auto m = tt::torchscript_importer::from_module(mod, "bf16.pt");
-  const bool works_in_bf16 = tt::config_detail::working_dtype(m) == at::kBFloat16;
+  const bool works_in_bf16 = tt::working_dtype(m) == at::kBFloat16;
   CHECK(works_in_bf16);
   const tt::input_set in{{at::randn({2, 8}).to(at::kBFloat16)}};
   const auto eager = tt::run_config("eager_op_by_op", m, in);

@@ -241,8 +241,6 @@ struct compare_row {
 
 /// A dot per cell with its 95% interval as a whisker (inline SVG).
 [[nodiscard]] inline std::string interval_chart(const compare_metric& m, const std::vector<compare_row>& rows) {
-  using report_detail::esc;
-  using report_detail::num;
   const double W = 460, row = 22, T = 28, L = 150, R = 60;
   const double H = T + row * static_cast<double>(std::max<std::size_t>(rows.size(), 1)) + 24;
   double lo = 0, hi = 0;
@@ -261,7 +259,7 @@ struct compare_row {
   for (std::size_t k = 0; k < rows.size(); ++k) {
     const auto i = rows[k].of(m.name);
     const double y = T + row * static_cast<double>(k) + 10;
-    const char* color = report_detail::palette[k % std::size(report_detail::palette)];
+    const char* color = palette[k % std::size(palette)];
     s << "<text x=\"" << L - 8 << "\" y=\"" << y + 4 << "\" class=\"l\" text-anchor=\"end\">" << esc(rows[k].cell) << "</text>";
     if (i.n == 0) continue;
     s << "<line class=\"ci\" data-cell=\"" << esc(rows[k].cell) << "\" x1=\"" << px(i.mean - i.half) << "\" y1=\"" << y
@@ -279,10 +277,9 @@ struct compare_row {
 /// OUT/compare.html: the table and a plot per metric (means with 95% intervals).
 inline void write_compare_html(const std::filesystem::path& file, const std::vector<compare_row>& rows,
                                const std::string& title) {
-  using report_detail::esc;
   std::ostringstream h;
   h << "<!doctype html><html><head><meta charset=\"utf-8\"><title>" << esc(title) << "</title><style>"
-    << report_detail::style << "</style></head><body><h1>" << esc(title) << "</h1>"
+    << style << "</style></head><body><h1>" << esc(title) << "</h1>"
     << "<p>Mean over the campaigns of each cell (seeds x campaign seeds) with the half-width of its 95% confidence "
        "interval (Student's t).</p><table><tr><th>policy</th><th>n</th>";
   for (const auto& m : compare_metrics) h << "<th title=\"" << esc(m.what) << "\">" << esc(m.header) << "</th>";

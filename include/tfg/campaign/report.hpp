@@ -459,4 +459,11 @@ inline void write_fuzz_report(const std::filesystem::path& out, const findings_i
   write_file_atomic(fuzz_layout(out).report(), h.str());
 }
 
+/// Helpers of report_detail other files use (the report, compare and the tools share these HTML and message helpers); the rest of report_detail is this file's own.
+using report_detail::esc;
+using report_detail::num;
+using report_detail::palette;
+using report_detail::style;
+using report_detail::backend_of;
+
 }  // namespace tfg::campaign

@@ -793,4 +793,8 @@ inline void compare_leaf(oracle::verdict& v, const c10::IValue& va, const c10::I
   return out;
 }
 
+/// Helpers of compare_detail other files use (localisation compares edge values as the oracle does); the rest of compare_detail is this file's own.
+using compare_detail::compare_leaf;
+using compare_detail::spread_of;
+
 }  // namespace tfg::torch

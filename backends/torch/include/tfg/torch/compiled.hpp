@@ -570,4 +570,8 @@ inline void run_group(compiled_result& r, std::string_view name, const model& m,
 #endif
 }
 
+/// Helpers of compiled_detail other files use (the configuration list says why a compiled configuration is unavailable); the rest of compiled_detail is this file's own.
+using compiled_detail::unavailable_reason;
+using compiled_detail::onnx_unavailable_reason;
+
 }  // namespace tfg::torch

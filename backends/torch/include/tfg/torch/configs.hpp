@@ -377,8 +377,8 @@ class configuration_scope {
   const std::string no_cuda = "this LibTorch has no CUDA or no CUDA device is visible (at::hasCUDA() is false)";
   const int hw = config_detail::hardware_threads();
   const bool compiled = compiled_available();
-  const std::string why_compiled = compiled_detail::unavailable_reason();
-  const std::string why_onnx = compiled_detail::onnx_unavailable_reason();
+  const std::string why_compiled = unavailable_reason();
+  const std::string why_onnx = onnx_unavailable_reason();
   const bool onnx = why_onnx.empty();
   return {
       {"eager_op_by_op", "op by op with tfg::torch::executor; the reference", true, "", ""},
@@ -542,5 +542,13 @@ class configuration_scope {
   r.peak_rss_bytes = compat::peak_rss_bytes();
   return r;
 }
+
+/// Helpers of config_detail other files use (localisation and the worker build the same widened and channels-last variants); the rest of config_detail is this file's own.
+using config_detail::widened_model;
+using config_detail::working_dtype;
+using config_detail::hardware_threads;
+using config_detail::channels_last_input;
+using config_detail::gradient_loss;
+using config_detail::widened_input;
 
 }  // namespace tfg::torch

@@ -74,14 +74,14 @@ namespace localise_detail {
   ivalue::tensor_transform tf;
   int n_threads = threads;
   if (config == "float64_reference") {
-    widened.emplace(config_detail::widened_model(m, &input));
+    widened.emplace(widened_model(m, &input));
     run = &*widened;
-    tf = config_detail::widened_input;
+    tf = widened_input;
     out.widened = true;
   } else if (config == "channels_last") {
-    tf = config_detail::channels_last_input;
+    tf = channels_last_input;
   } else if (config == "threads_1_vs_n") {
-    n_threads = std::max(2, config_detail::hardware_threads());
+    n_threads = std::max(2, hardware_threads());
   } else if (config != "eager_op_by_op") {
     out.error = "configuration `" + std::string(config) + "` does not run op by op";
     return out;
@@ -147,13 +147,13 @@ inline void describe_node(const model& m, std::size_t position, const edge_value
       }
       for (std::size_t i = 0; i < la.size(); ++i) {
         oracle::verdict w;
-        compare_detail::compare_leaf(w, la[i].value, lb[i].value, i < lr.size() ? &lr[i].value : nullptr, a_widened,
+        compare_leaf(w, la[i].value, lb[i].value, i < lr.size() ? &lr[i].value : nullptr, a_widened,
                                      b_widened, tr, false, opt);
         if (w.kind > v.kind) v = w;
       }
       return v;
     }
-    compare_detail::compare_leaf(v, a, b, r, a_widened, b_widened, tr, false, opt, spread);
+    compare_leaf(v, a, b, r, a_widened, b_widened, tr, false, opt, spread);
   } catch (const std::exception& e) {
     v.kind = oracle::verdict_kind::state_mismatch;
     v.message = "cannot compare: " + clean_error(e.what());
@@ -199,11 +199,11 @@ inline void describe_node(const model& m, std::size_t position, const edge_value
     const auto wm = window_model(m, w, n);
     std::vector<c10::IValue> in;
     for (auto e : wm.boundary) in.push_back(vals.at.at(graph::index(e)));
-    const auto wide = config_detail::widened_model(wm.reduced, &in);
+    const auto wide = widened_model(wm.reduced, &in);
     const configuration_scope running("float64_reference");
     at::NoGradGuard no_grad;
     executor ex(wide);
-    (void)ex.run(ivalue::deep_clone(in, config_detail::widened_input));
+    (void)ex.run(ivalue::deep_clone(in, widened_input));
     const auto outs = m.graph.outputs(n);
     const auto wide_outs = wide.graph.graph_outputs();
     if (outs.size() != wide_outs.size()) return false;
@@ -295,7 +295,7 @@ inline void describe_node(const model& m, std::size_t position, const edge_value
       if (!(va.isTensor() || va.isTensorList()) || !(vb.isTensor() || vb.isTensorList())) continue;
       const c10::IValue* vr = r64 && r64->ok() ? &r64->at[i] : nullptr;
       double spread = 0;
-      for (const auto& p : peers) spread = std::max(spread, compare_detail::spread_of(va, p.at[i], false));
+      for (const auto& p : peers) spread = std::max(spread, spread_of(va, p.at[i], false));
       auto v = judge_value(va, vb, vr, a.widened, b.widened, traits[i], opt, spread);
       if (!v.finding()) continue;
       v.config_a = std::string(a_name);
@@ -488,7 +488,7 @@ struct probe_cache {
     if (vb.isNone()) continue;
     const c10::IValue* vr = cache.r64 && cache.r64->ok() ? &cache.r64->at[i] : nullptr;
     double spread = 0;
-    for (const auto& p : cache.peers) spread = std::max(spread, compare_detail::spread_of(va, p.at[i], false));
+    for (const auto& p : cache.peers) spread = std::max(spread, spread_of(va, p.at[i], false));
     auto v = judge_value(va, vb, vr, false, rb.widened, traits[i], opt, spread);
     v.config_a = std::string(a_name);
     v.config_b = std::string(b_name);

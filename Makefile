@@ -10,7 +10,7 @@ BUILD_113 ?= build-1.13
 PYTHON = $(if $(filter system,$(LIBTORCH)),/usr/bin/python3,$(CURDIR)/.venv/bin/python)
 export GLOG_minloglevel ?= 2
 
-.PHONY: demo test test-1.13 deps build bench zoo zoo3p clean check-headers
+.PHONY: demo test test-1.13 deps build bench zoo zoo3p clean check-headers check-format
 
 deps:
 	@tools/setup-deps.sh
@@ -60,6 +60,10 @@ test-1.13: deps
 # Every public header compiles on its own (101 generated units; CI builds them after the tests).
 check-headers: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS) --target tfg_header_checks
+
+# The house style: every C++ file of the project as clang-format (.clang-format) writes it.
+check-format: deps
+	git ls-files '*.hpp' '*.cpp' | xargs clang-format --dry-run --Werror --style=file
 
 zoo: deps
 	$(PYTHON) examples/seeds/make_zoo.py $(BUILD)/zoo

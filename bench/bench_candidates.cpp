@@ -72,7 +72,7 @@ using match::mock_adapter;
 
 fs::path operators_dir() { return fs::path(TFG_SOURCE_DIR) / "operators"; }
 
-match::extern_registry const& externs() {
+const match::extern_registry& externs() {
   static match::extern_registry const r = [] {
     match::extern_registry x;
     x.add("no_inplace_writer", [](std::span<const match::extern_arg>) { return match::attr_value(true); });
@@ -100,14 +100,16 @@ world& the_world() {
   return w;
 }
 
-state::tensor_state tensor(state::dtype d, std::vector<std::int64_t> shape) { return mock_adapter::tensor(d, std::move(shape)); }
+state::tensor_state tensor(state::dtype d, std::vector<std::int64_t> shape) {
+  return mock_adapter::tensor(d, std::move(shape));
+}
 
 /// A seeded synthetic graph with about `edges` edges.
 std::unique_ptr<mock_adapter> make_graph(match::symbol_table& syms, std::size_t edges) {
   auto m = std::make_unique<mock_adapter>(syms);
   std::mt19937_64 rng(12345 + edges);
   std::vector<match::edge_id> pool4, pool2;  // recent rank-4 and rank-2 activations
-  std::vector<std::uint32_t> sharers;         // per storage group
+  std::vector<std::uint32_t> sharers;        // per storage group
   auto set = [&](match::edge_id e, state::tensor_state s, std::int64_t group = -1) {
     auto& p = m->profile_mut(e);
     if (group < 0) {
@@ -124,7 +126,7 @@ std::unique_ptr<mock_adapter> make_graph(match::symbol_table& syms, std::size_t 
     set(e, tensor(d, std::move(shape)));
     return e;
   };
-  auto node = [&](char const* op, std::vector<match::arg_view> args, state::tensor_state s, std::int64_t group = -1) {
+  auto node = [&](const char* op, std::vector<match::arg_view> args, state::tensor_state s, std::int64_t group = -1) {
     auto const e = m->add_node(op, std::move(args), 1)[0];
     set(e, std::move(s), group);
     return e;
@@ -146,65 +148,71 @@ std::unique_ptr<mock_adapter> make_graph(match::symbol_table& syms, std::size_t 
   while (m->graph().edge_count() < edges) {
     std::uint64_t const r = rng() % 100;
     if (r < 14) {  // conv block: weight input, conv
-      auto const x = pick(pool4);
-      auto const w = input(state::dtype::f32, {16, 16, 3, 3});
+      const auto x = pick(pool4);
+      const auto w = input(state::dtype::f32, {16, 16, 3, 3});
       pool4.push_back(node("aten::_convolution",
                            {E(x), E(w), mock_adapter::none(), L({1, 1}), L({1, 1}), L({1, 1}), C(false), L({0, 0}),
                             C(std::int64_t{1}), C(false), C(false), C(true), C(true)},
                            tensor(state::dtype::f32, {8, 16, 32, 32})));
     } else if (r < 24) {
-      auto const x = pick(pool2);
-      auto const w = input(state::dtype::f32, {256, 256});
-      auto const b = input(state::dtype::f32, {256});
+      const auto x = pick(pool2);
+      const auto w = input(state::dtype::f32, {256, 256});
+      const auto b = input(state::dtype::f32, {256});
       pool2.push_back(node("aten::linear", {E(x), E(w), E(b)}, tensor(state::dtype::f32, {8, 256})));
     } else if (r < 44) {
-      static char const* const acts[] = {"aten::relu", "aten::gelu", "aten::sigmoid", "aten::tanh"};
-      bool const four = rng() % 2;
+      static const char* const acts[] = {"aten::relu", "aten::gelu", "aten::sigmoid", "aten::tanh"};
+      const bool four = rng() % 2;
       auto& pl = four ? pool4 : pool2;
-      auto const x = pick(pl);
+      const auto x = pick(pl);
       auto s = m->profile(x).runs[0];
       pl.push_back(node(acts[rng() % 4], {E(x)}, std::move(s)));
     } else if (r < 58) {
-      bool const four = rng() % 2;
+      const bool four = rng() % 2;
       auto& pl = four ? pool4 : pool2;
-      auto const x = pick(pl), y = pick(pl);
+      const auto x = pick(pl), y = pick(pl);
       auto s = m->profile(x).runs[0];
       pl.push_back(node(rng() % 2 ? "aten::add" : "aten::mul", {E(x), E(y), C(std::int64_t{1})}, std::move(s)));
     } else if (r < 68) {  // view (aliased) then back
-      auto const x = pick(pool4);
-      auto const v = node("aten::view", {E(x), L({8, 16 * 32 * 32})}, tensor(state::dtype::f32, {8, 16384}), group_of(x));
-      pool4.push_back(node("aten::view", {E(v), L({8, 16, 32, 32})}, tensor(state::dtype::f32, {8, 16, 32, 32}), group_of(v)));
+      const auto x = pick(pool4);
+      const auto v =
+          node("aten::view", {E(x), L({8, 16 * 32 * 32})}, tensor(state::dtype::f32, {8, 16384}), group_of(x));
+      pool4.push_back(
+          node("aten::view", {E(v), L({8, 16, 32, 32})}, tensor(state::dtype::f32, {8, 16, 32, 32}), group_of(v)));
     } else if (r < 74) {
-      auto const x = pick(pool2);
+      const auto x = pick(pool2);
       auto s = tensor(state::dtype::f32, {256, 8});
       s.contiguous = false;
-      auto const t = node("aten::transpose", {E(x), C(std::int64_t{0}), C(std::int64_t{1})}, std::move(s), group_of(x));
+      const auto t = node("aten::transpose", {E(x), C(std::int64_t{0}), C(std::int64_t{1})}, std::move(s), group_of(x));
       pool2.push_back(node("aten::contiguous", {E(t), C(std::int64_t{0})}, tensor(state::dtype::f32, {8, 256})));
     } else if (r < 80) {
-      auto const x = pick(pool2);
-      pool2.push_back(node("aten::softmax", {E(x), C(std::int64_t{-1}), mock_adapter::none()}, tensor(state::dtype::f32, {8, 256})));
+      const auto x = pick(pool2);
+      pool2.push_back(node("aten::softmax", {E(x), C(std::int64_t{-1}), mock_adapter::none()},
+                           tensor(state::dtype::f32, {8, 256})));
     } else if (r < 86) {
-      auto const x = pick(pool2);
-      auto const w = input(state::dtype::f32, {256});
-      auto const b = input(state::dtype::f32, {256});
-      pool2.push_back(node("aten::layer_norm", {E(x), L({256}), E(w), E(b), C(1e-5), C(true)}, tensor(state::dtype::f32, {8, 256})));
+      const auto x = pick(pool2);
+      const auto w = input(state::dtype::f32, {256});
+      const auto b = input(state::dtype::f32, {256});
+      pool2.push_back(node("aten::layer_norm", {E(x), L({256}), E(w), E(b), C(1e-5), C(true)},
+                           tensor(state::dtype::f32, {8, 256})));
     } else if (r < 91) {
-      auto const x = pick(pool4);
-      auto const p = node("aten::max_pool2d", {E(x), L({3, 3}), L({1, 1}), L({1, 1}), L({1, 1}), C(false)},
+      const auto x = pick(pool4);
+      const auto p = node("aten::max_pool2d", {E(x), L({3, 3}), L({1, 1}), L({1, 1}), L({1, 1}), C(false)},
                           tensor(state::dtype::f32, {8, 16, 32, 32}));
       pool4.push_back(p);
     } else if (r < 95) {
-      auto const x = pick(pool4), y = pick(pool4);
-      auto const c = node("aten::cat", {mock_adapter::list({E(x), E(y)}), C(std::int64_t{1})}, tensor(state::dtype::f32, {8, 32, 32, 32}));
-      pool4.push_back(node("aten::_convolution",
-                           {E(c), E(input(state::dtype::f32, {16, 32, 1, 1})), mock_adapter::none(), L({1, 1}), L({0, 0}),
-                            L({1, 1}), C(false), L({0, 0}), C(std::int64_t{1}), C(false), C(false), C(true), C(true)},
-                           tensor(state::dtype::f32, {8, 16, 32, 32})));
+      const auto x = pick(pool4), y = pick(pool4);
+      const auto c = node("aten::cat", {mock_adapter::list({E(x), E(y)}), C(std::int64_t{1})},
+                          tensor(state::dtype::f32, {8, 32, 32, 32}));
+      pool4.push_back(
+          node("aten::_convolution",
+               {E(c), E(input(state::dtype::f32, {16, 32, 1, 1})), mock_adapter::none(), L({1, 1}), L({0, 0}),
+                L({1, 1}), C(false), L({0, 0}), C(std::int64_t{1}), C(false), C(false), C(true), C(true)},
+               tensor(state::dtype::f32, {8, 16, 32, 32})));
     } else {  // integer and half-precision side values
-      auto const x = pick(pool2);
-      auto const h = node("aten::to", {E(x), C(std::int64_t{5}), C(false), C(false), mock_adapter::none()},
+      const auto x = pick(pool2);
+      const auto h = node("aten::to", {E(x), C(std::int64_t{5}), C(false), C(false), mock_adapter::none()},
                           tensor(state::dtype::f16, {8, 256}));
-      auto const i = node("aten::argmax", {E(h), C(std::int64_t{-1}), C(false)}, tensor(state::dtype::i64, {8}));
+      const auto i = node("aten::argmax", {E(h), C(std::int64_t{-1}), C(false)}, tensor(state::dtype::i64, {8}));
       (void)i;
       pool2.push_back(node("aten::to", {E(h), C(std::int64_t{6}), C(false), C(false), mock_adapter::none()},
                            tensor(state::dtype::f32, {8, 256})));
@@ -213,7 +221,7 @@ std::unique_ptr<mock_adapter> make_graph(match::symbol_table& syms, std::size_t 
   m->add_output(pool4.back());
   m->add_output(pool2.back());
   // Storage sharers per group.
-  for (auto const e : m->graph().edges()) {
+  for (const auto e : m->graph().edges()) {
     auto& rs = m->profile_mut(e).runs;
     for (auto& s : rs) s.storage_sharers = sharers[s.storage_group];
   }
@@ -234,8 +242,8 @@ void BM_construct_count_only(benchmark::State& st) {
   std::span<const match::compiled_operator> ops(w.pool.operators);
   std::uint64_t pairs = 0, allocs = 0, iters = 0;
   for (auto _ : st) {
-    auto const before = g_allocations.load();
-    auto const set = match::construct(g, ops, {.seed = 1, .keep_candidates = false});
+    const auto before = g_allocations.load();
+    const auto set = match::construct(g, ops, {.seed = 1, .keep_candidates = false});
     allocs += g_allocations.load() - before;
     ++iters;
     pairs += set.total.pairs();
@@ -253,9 +261,9 @@ void BM_construct(benchmark::State& st) {
   std::span<const match::compiled_operator> ops(w.pool.operators);
   std::uint64_t pairs = 0, cands = 0;
   // range(1): draws of the sampled parameters per pair (4, the default; 1 as before redraws).
-  auto const draws = static_cast<unsigned>(st.range(1));
+  const auto draws = static_cast<unsigned>(st.range(1));
   for (auto _ : st) {
-    auto const set = match::construct(g, ops, {.seed = 1, .param_draws = draws});
+    const auto set = match::construct(g, ops, {.seed = 1, .param_draws = draws});
     pairs += set.total.pairs();
     cands += set.candidates.size();
     benchmark::DoNotOptimize(set.candidates.data());
@@ -264,7 +272,8 @@ void BM_construct(benchmark::State& st) {
   st.counters["candidates_per_second"] = benchmark::Counter(static_cast<double>(cands), benchmark::Counter::kIsRate);
   st.counters["edges"] = static_cast<double>(g.graph().edge_count());
   st.counters["operators"] = static_cast<double>(ops.size());
-  st.counters["ns_per_pair"] = benchmark::Counter(static_cast<double>(pairs), benchmark::Counter::kIsRate | benchmark::Counter::kInvert) ;
+  st.counters["ns_per_pair"] =
+      benchmark::Counter(static_cast<double>(pairs), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 /// As BM_construct, into one candidate_set kept across calls (`construct_into`), as the
 /// campaign's generator does round after round: the arrays keep their memory.
@@ -283,7 +292,11 @@ void BM_construct_into(benchmark::State& st) {
   st.SetItemsProcessed(static_cast<std::int64_t>(pairs));
   st.counters["candidates_per_second"] = benchmark::Counter(static_cast<double>(cands), benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_construct_into)->Args({10'000, 4})->Args({100'000, 4})->Args({1'000'000, 4})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_construct_into)
+    ->Args({10'000, 4})
+    ->Args({100'000, 4})
+    ->Args({1'000'000, 4})
+    ->Unit(benchmark::kMillisecond);
 
 BENCHMARK(BM_construct)
     ->Args({10'000, 4})
@@ -293,17 +306,17 @@ BENCHMARK(BM_construct)
     ->Unit(benchmark::kMillisecond);
 
 /// A temp folder holding `copies` copies of the selected files (operator names suffixed).
-fs::path replicate(std::string const& name, std::size_t copies, std::vector<std::string> const& only) {
+fs::path replicate(const std::string& name, std::size_t copies, const std::vector<std::string>& only) {
   fs::path const dir = fs::temp_directory_path() / ("tfg_bench_pool_" + name);
   fs::remove_all(dir);
   std::regex const op_re(R"((^|\n)(\s*)operator\s+([A-Za-z_][A-Za-z0-9_]*))");
-  for (auto const& f : fs::recursive_directory_iterator(operators_dir())) {
+  for (const auto& f : fs::recursive_directory_iterator(operators_dir())) {
     if (!f.is_regular_file() || f.path().extension() != ".tfg") continue;
     if (!only.empty() && std::find(only.begin(), only.end(), f.path().stem().string()) == only.end()) continue;
     std::ifstream in(f.path());
     std::stringstream ss;
     ss << in.rdbuf();
-    auto const rel = fs::relative(f.path(), operators_dir());
+    const auto rel = fs::relative(f.path(), operators_dir());
     for (std::size_t c = 0; c < copies; ++c) {
       fs::path const out = dir / ("copy" + std::to_string(c)) / rel;
       fs::create_directories(out.parent_path());
@@ -317,8 +330,9 @@ void BM_load_pool(benchmark::State& st) {
   fs::path dir;
   if (st.range(0) == 0) dir = operators_dir();
   if (st.range(0) == 1)
-    dir = replicate("five", 1, {"break_alias_with_clone", "swap_activation", "explicit_dtype_roundtrip",
-                                "insert_identity_residual", "insert_pool_with_shape_revert"});
+    dir = replicate("five", 1,
+                    {"break_alias_with_clone", "swap_activation", "explicit_dtype_roundtrip",
+                     "insert_identity_residual", "insert_pool_with_shape_revert"});
   if (st.range(0) == 2) dir = replicate("x30", 30, {});
   std::size_t files = 0, ops = 0, errors = 0;
   {  // warm the file cache and the parser's statics
@@ -327,7 +341,7 @@ void BM_load_pool(benchmark::State& st) {
   }
   for (auto _ : st) {
     match::symbol_table syms;
-    auto const p = match::load_pool({dir}, syms, externs());
+    const auto p = match::load_pool({dir}, syms, externs());
     files = p.files;
     ops = p.operators.size();
     errors = p.errors;
@@ -343,10 +357,10 @@ BENCHMARK(BM_load_pool)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
 /// per-stage rejection counts, the candidate count and a hash of the candidates' bindings.
 /// Used to check that speed work does not change what `construct` computes.
 std::uint64_t mix(std::uint64_t h, std::uint64_t x) { return (h ^ x) * 0x100000001b3ull; }
-std::uint64_t hash_attr(match::attr_value const& v) {
+std::uint64_t hash_attr(const match::attr_value& v) {
   std::uint64_t h = mix(0xcbf29ce484222325ull, v.index());
   std::visit(
-      [&](auto const& x) {
+      [&](const auto& x) {
         using T = std::decay_t<decltype(x)>;
         if constexpr (std::is_same_v<T, std::monostate>) {
         } else if constexpr (std::is_same_v<T, std::string>) {
@@ -377,16 +391,16 @@ void dump_counts() {
     auto& g = graph_of(n);
     for (bool pre : {true, false}) {
       if (!pre && n > 10'000) continue;
-      auto const set = match::construct(g, ops, {.seed = 1, .use_prefilter = pre});
+      const auto set = match::construct(g, ops, {.seed = 1, .use_prefilter = pre});
       std::vector<std::uint64_t> hs(ops.size(), 0xcbf29ce484222325ull);
       std::vector<std::uint64_t> cs(ops.size(), 0);
-      for (auto const& c : set.candidates) {
+      for (const auto& c : set.candidates) {
         auto& h = hs[c.op];
         ++cs[c.op];
         h = mix(h, tfg::graph::index(c.anchor));
-        for (auto const v : set.values_of(c)) h = mix(h, v == tfg::graph::no_edge ? ~0ull : tfg::graph::index(v));
-        for (auto const v : set.nodes_of(c)) h = mix(h, v == tfg::graph::no_node ? ~0ull : tfg::graph::index(v));
-        for (auto const& v : set.params_of(c)) h = mix(h, hash_attr(v));
+        for (const auto v : set.values_of(c)) h = mix(h, v == tfg::graph::no_edge ? ~0ull : tfg::graph::index(v));
+        for (const auto v : set.nodes_of(c)) h = mix(h, v == tfg::graph::no_node ? ~0ull : tfg::graph::index(v));
+        for (const auto& v : set.params_of(c)) h = mix(h, hash_attr(v));
       }
       std::printf("graph %zu prefilter %d pairs %llu candidates %zu type_faults %llu\n", n, int(pre),
                   static_cast<unsigned long long>(set.total.pairs()), set.candidates.size(),
@@ -396,7 +410,8 @@ void dump_counts() {
         for (auto x : set.per_operator[i].by_stage) std::printf(" %llu", static_cast<unsigned long long>(x));
         std::printf(" |");
         for (auto x : set.per_operator[i].prefilter_as) std::printf(" %llu", static_cast<unsigned long long>(x));
-        std::printf(" | %llu %016llx\n", static_cast<unsigned long long>(cs[i]), static_cast<unsigned long long>(hs[i]));
+        std::printf(" | %llu %016llx\n", static_cast<unsigned long long>(cs[i]),
+                    static_cast<unsigned long long>(hs[i]));
       }
     }
   }
@@ -424,9 +439,9 @@ void dump_op_costs() {
   if (std::string_view const only = std::getenv("TFG_BENCH_OP_COSTS"); only != "1") {
     for (std::size_t i = 0; i < all.size(); ++i)
       if (all[i].name == only) {
-        auto const t0 = std::chrono::steady_clock::now();
+        const auto t0 = std::chrono::steady_clock::now();
         while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5)) {
-          auto const set = match::construct(g, all.subspan(i, 1), {.seed = 1});
+          const auto set = match::construct(g, all.subspan(i, 1), {.seed = 1});
           benchmark::DoNotOptimize(set.candidates.data());
         }
         return;
@@ -434,19 +449,19 @@ void dump_op_costs() {
     std::fprintf(stderr, "no operator %s\n", std::string(only).c_str());
     return;
   }
-  double const base = best_of(all.subspan(0, 0));
-  auto const edges = static_cast<double>(g.graph().edge_count());
+  const double base = best_of(all.subspan(0, 0));
+  const auto edges = static_cast<double>(g.graph().edge_count());
   std::vector<std::pair<double, std::size_t>> cost;
   double sum = 0;
   for (std::size_t i = 0; i < all.size(); ++i) {
-    double const t = std::max(0.0, best_of(all.subspan(i, 1)) - base) / edges;
+    const double t = std::max(0.0, best_of(all.subspan(i, 1)) - base) / edges;
     cost.emplace_back(t, i);
     sum += t;
   }
   std::sort(cost.rbegin(), cost.rend());
   std::printf("%zu operators, %.0f edges, sum %.1f ns per edge (%.1f ns per pair)\n", all.size(), edges, sum,
               sum / static_cast<double>(all.size()));
-  for (auto const& [t, i] : cost) std::printf("  %-44s %8.1f ns/edge %5.1f%%\n", all[i].name.c_str(), t, 100 * t / sum);
+  for (const auto& [t, i] : cost) std::printf("  %-44s %8.1f ns/edge %5.1f%%\n", all[i].name.c_str(), t, 100 * t / sum);
 }
 
 }  // namespace
@@ -456,14 +471,14 @@ int main(int argc, char** argv) {
     dump_counts();
     return 0;
   }
-  if (char const* n = std::getenv("TFG_BENCH_REPEAT")) {
+  if (const char* n = std::getenv("TFG_BENCH_REPEAT")) {
     // TFG_BENCH_REPEAT=N: construct with the whole pool on the 10^4-edge graph N times, then
     // exit: a fixed workload for instruction counts (valgrind --tool=callgrind, N = 1 less
     // N = 0), which a noisy shared machine does not disturb.
     auto& w = the_world();
     auto& g = graph_of(10'000);
     for (long i = 0, k = std::strtol(n, nullptr, 10); i < k; ++i) {
-      auto const set = match::construct(g, std::span<const match::compiled_operator>(w.pool.operators), {.seed = 1});
+      const auto set = match::construct(g, std::span<const match::compiled_operator>(w.pool.operators), {.seed = 1});
       benchmark::DoNotOptimize(set.candidates.data());
     }
     return 0;

@@ -11,13 +11,13 @@
 // its size.
 //
 //   tfg_bench_execute --zoo=build/zoo [--seeds=mobilenet_v3_small,resnet18] [--configs=a,b]
-#include <tfg/torch/backend.hpp>
-#include <tfg/torch/configs.hpp>
-#include <tfg/torch/export.hpp>
-#include <tfg/torch/import.hpp>
-#include <tfg/torch/inputs.hpp>
-#include <tfg/torch/worker.hpp>
-#include <tfg/util/clock.hpp>
+#include "tfg/torch/backend.hpp"
+#include "tfg/torch/configs.hpp"
+#include "tfg/torch/export.hpp"
+#include "tfg/torch/import.hpp"
+#include "tfg/torch/inputs.hpp"
+#include "tfg/torch/worker.hpp"
+#include "tfg/util/clock.hpp"
 
 #include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
@@ -116,7 +116,9 @@ int main(int argc, char** argv) {
     s->model = tfg::torch::torchscript_importer().load(path.string());
     s->configs = config_list;
     benchmark::RegisterBenchmark(("execute/" + name).c_str(), bm_execute, s)
-        ->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(8);
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(8);
   }
   int rc = static_cast<int>(rest.size());
   benchmark::Initialize(&rc, rest.data());

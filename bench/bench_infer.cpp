@@ -6,16 +6,16 @@
 // the same run so their ratio is what to read on a shared machine.
 //
 //   tfg_bench_infer --zoo=build/zoo [--seeds=swin_v2_t,resnet18] [--sample=60] [benchmark flags]
-#include <tfg/match/candidates.hpp>
-#include <tfg/match/pool.hpp>
-#include <tfg/torch/externs.hpp>
-#include <tfg/torch/import.hpp>
-#include <tfg/torch/infer.hpp>
-#include <tfg/torch/inputs.hpp>
-#include <tfg/torch/match_adapter.hpp>
-#include <tfg/torch/mutate.hpp>
-#include <tfg/torch/profile.hpp>
-#include <tfg/util/clock.hpp>
+#include "tfg/match/candidates.hpp"
+#include "tfg/match/pool.hpp"
+#include "tfg/torch/externs.hpp"
+#include "tfg/torch/import.hpp"
+#include "tfg/torch/infer.hpp"
+#include "tfg/torch/inputs.hpp"
+#include "tfg/torch/match_adapter.hpp"
+#include "tfg/torch/mutate.hpp"
+#include "tfg/torch/profile.hpp"
+#include "tfg/util/clock.hpp"
 
 #include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
@@ -112,9 +112,13 @@ int main(int argc, char** argv) {
     s->inputs = tt::load_inputs(tt::inputs_path_for(path.string()));
     s->prof = tt::profiler().run(s->model, s->inputs);
     benchmark::RegisterBenchmark(("before_execution/" + name).c_str(), bm_check, s, what::infer)
-        ->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(3);
     benchmark::RegisterBenchmark(("probe/" + name).c_str(), bm_check, s, what::probe)
-        ->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(3);
   }
   int rc = static_cast<int>(rest.size());
   benchmark::Initialize(&rc, rest.data());

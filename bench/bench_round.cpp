@@ -8,12 +8,12 @@
 //
 //   tfg_bench_round --zoo=build/zoo [--seeds=swin_v2_t,resnet18] [benchmark flags]
 // Default seed: swin_v2_t, the largest zoo TFG (1,620 nodes). Target (issue 4): <= 60 ms.
-#include <tfg/campaign/generator.hpp>
-#include <tfg/torch/backend.hpp>
-#include <tfg/torch/export.hpp>
-#include <tfg/torch/import.hpp>
-#include <tfg/torch/inputs.hpp>
-#include <tfg/util/clock.hpp>
+#include "tfg/campaign/generator.hpp"
+#include "tfg/torch/backend.hpp"
+#include "tfg/torch/export.hpp"
+#include "tfg/torch/import.hpp"
+#include "tfg/torch/inputs.hpp"
+#include "tfg/util/clock.hpp"
 
 #include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
@@ -122,13 +122,21 @@ int main(int argc, char** argv) {
     s->model = tfg::torch::torchscript_importer().load(path.string());
     s->inputs = tfg::torch::load_inputs(tfg::torch::inputs_path_for(path.string()));
     benchmark::RegisterBenchmark(("generation/" + name).c_str(), bm_generation, s)
-        ->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(30);
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(30);
     benchmark::RegisterBenchmark(("profile_seed/" + name).c_str(), bm_profile_seed, s)
-        ->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(5);
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(5);
     benchmark::RegisterBenchmark(("influence/" + name).c_str(), bm_influence, s)
-        ->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(5);
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(5);
     benchmark::RegisterBenchmark(("export/" + name).c_str(), bm_export, s)
-        ->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(5);
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(5);
   }
   int rc = static_cast<int>(rest.size());
   benchmark::Initialize(&rc, rest.data());

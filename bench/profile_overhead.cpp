@@ -4,7 +4,7 @@
 // affects them alike; the `overhead` counter is the ratio of the sums.
 //
 //   tfg_bench_profile --zoo=build/zoo [--seeds=resnet18,vit] [--threads=1] [benchmark flags]
-#include <tfg/torch/torch.hpp>
+#include "tfg/torch/torch.hpp"
 
 #include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
@@ -85,7 +85,8 @@ int main(int argc, char** argv) {
     s->name = name;
     s->module = torch::jit::load(f.string());
     s->module.eval();
-    s->model = std::make_shared<tfg::torch::model>(tfg::torch::torchscript_importer::from_module(s->module, f.string()));
+    s->model =
+        std::make_shared<tfg::torch::model>(tfg::torch::torchscript_importer::from_module(s->module, f.string()));
     s->inputs = tfg::torch::load_inputs(tfg::torch::inputs_path_for(f.string()));
     g_seeds.push_back(s);
     // full: F(e) with numeric summaries and content hashes, plus dispatcher events (what a
@@ -93,7 +94,9 @@ int main(int argc, char** argv) {
     // op-by-op executor alone, freeing dead values.
     for (auto [label, how] : {std::pair{"profile_full/", mode::full}, std::pair{"profile_structure/", mode::structure},
                               std::pair{"op_by_op_plain/", mode::plain}})
-      benchmark::RegisterBenchmark((label + name).c_str(), bm_profile, s, how)->UseManualTime()->Unit(benchmark::kMillisecond);
+      benchmark::RegisterBenchmark((label + name).c_str(), bm_profile, s, how)
+          ->UseManualTime()
+          ->Unit(benchmark::kMillisecond);
   }
   if (g_seeds.empty()) {
     std::cerr << "no seeds under " << zoo << " (run `make zoo`)\n";

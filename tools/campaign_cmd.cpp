@@ -2,14 +2,14 @@
 // tfg::campaign::loop<tfg::torch::backend> (the campaign itself lives in the library).
 #include "commands.hpp"
 
-#include <tfg/campaign/compare.hpp>
-#include <tfg/campaign/defects.hpp>
-#include <tfg/campaign/judge.hpp>
-#include <tfg/campaign/loop.hpp>
-#include <tfg/campaign/replay.hpp>
-#include <tfg/select/registry.hpp>
-#include <tfg/torch/backend.hpp>
-#include <tfg/torch/worker.hpp>
+#include "tfg/campaign/compare.hpp"
+#include "tfg/campaign/defects.hpp"
+#include "tfg/campaign/judge.hpp"
+#include "tfg/campaign/loop.hpp"
+#include "tfg/campaign/replay.hpp"
+#include "tfg/select/registry.hpp"
+#include "tfg/torch/backend.hpp"
+#include "tfg/torch/worker.hpp"
 
 #include <csignal>
 #include <cstdio>
@@ -84,7 +84,8 @@ void take_stored_settings(run_args& a) {
     using T = std::remove_reference_t<decltype(field)>;
     if (!src.contains(key)) return;
     const T stored = src.at(key).get<T>();
-    if (a.given.count(flag) && !(stored == field)) conflict(flag, nlohmann::json(stored).dump(), nlohmann::json(field).dump());
+    if (a.given.count(flag) && !(stored == field))
+      conflict(flag, nlohmann::json(stored).dump(), nlohmann::json(field).dump());
     field = stored;
   };
   take("policy", a.policy, spec, "policy");
@@ -92,7 +93,8 @@ void take_stored_settings(run_args& a) {
   take("alpha", a.alpha, spec, "alpha");
   // A campaign stored without a reward learnt from the paper's trace novelty.
   if (!s.contains("reward")) {
-    if (a.given.count("reward") && a.reward != "paper") conflict("reward", "\"paper\"", nlohmann::json(a.reward).dump());
+    if (a.given.count("reward") && a.reward != "paper")
+      conflict("reward", "\"paper\"", nlohmann::json(a.reward).dump());
     a.reward = "paper";
   } else {
     take("reward", a.reward, s, "reward");
@@ -123,13 +125,15 @@ void take_stored_settings(run_args& a) {
     for (const auto& p : given) g.push_back(fs::absolute(p).lexically_normal().string());
     return stored.is_array() && g == stored.get<std::vector<std::string>>();
   };
-  if (a.given.count("ops") && s.contains("operators") && !same_paths(a.op_dirs, s.value("operators_from", nlohmann::json())))
+  if (a.given.count("ops") && s.contains("operators") &&
+      !same_paths(a.op_dirs, s.value("operators_from", nlohmann::json())))
     throw std::invalid_argument("--ops: a resumed campaign keeps the operator pool it started with (its copy in " +
                                 tfg::campaign::layout(a.out).operators_dir().string() + ")");
   if (a.given.count("shape"))
     throw std::invalid_argument("--shape: a resumed campaign keeps its inputs (" +
                                 tfg::campaign::layout::of<tfg::torch::backend>(a.out).inputs().string() + ")");
-  if (a.given.count("inputs") && !same_paths({a.inputs}, nlohmann::json::array({s.value("inputs_from", std::string())})))
+  if (a.given.count("inputs") &&
+      !same_paths({a.inputs}, nlohmann::json::array({s.value("inputs_from", std::string())})))
     throw std::invalid_argument("--inputs: a resumed campaign keeps its inputs (" +
                                 tfg::campaign::layout::of<tfg::torch::backend>(a.out).inputs().string() + ")");
 }
@@ -146,7 +150,8 @@ struct shaped_inputs {
     for (const auto& s : a.shapes) specs.push_back(tfg::torch::parse_input_spec(s));
     std::string tmpl = (fs::temp_directory_path() / "flowmut-shape-XXXXXX").string();
     const int fd = ::mkstemp(tmpl.data());
-    if (fd < 0) throw std::runtime_error("cannot create a temporary inputs file in " + fs::temp_directory_path().string());
+    if (fd < 0)
+      throw std::runtime_error("cannot create a temporary inputs file in " + fs::temp_directory_path().string());
     ::close(fd);
     file = tmpl;
     tfg::torch::save_inputs(tfg::torch::random_inputs(specs, 3, a.seed), file);
@@ -161,7 +166,8 @@ struct shaped_inputs {
 
 namespace {
 bool any_compiled(const std::vector<std::string>& configs) {
-  return std::any_of(configs.begin(), configs.end(), [](const std::string& c) { return tfg::torch::is_compiled_config(c); });
+  return std::any_of(configs.begin(), configs.end(),
+                     [](const std::string& c) { return tfg::torch::is_compiled_config(c); });
 }
 }  // namespace
 
@@ -212,29 +218,29 @@ int run_campaign_command(run_args a, const std::string& self_exe) {
   std::signal(SIGINT, &on_signal);
   std::signal(SIGTERM, &on_signal);
   std::fprintf(stderr, "flowmut run %s -> %s  (policy %s, seed %llu, %zu rounds%s)\n",
-               a.model.empty() ? "(the campaign's seed)" : a.model.c_str(), a.out.c_str(),
-               o.policy_name.c_str(), static_cast<unsigned long long>(a.seed), a.rounds, a.resume ? ", resumed" : "");
+               a.model.empty() ? "(the campaign's seed)" : a.model.c_str(), a.out.c_str(), o.policy_name.c_str(),
+               static_cast<unsigned long long>(a.seed), a.rounds, a.resume ? ", resumed" : "");
   auto last_print = std::chrono::steady_clock::now();
   std::size_t last_findings = 0;
   try {
-  c.run([&](const tfg::campaign::status& s) {
-    if (a.quiet) return;
-    if (s.findings > last_findings) {
-      if (tty) std::fputs("\r\x1b[K", stderr);
-      for (const auto& f : c.database().findings())
-        if (f.first_round >= 0 && (static_cast<std::size_t>(f.first_round) + 1 == s.round))
-          std::fprintf(stderr, "NEW FINDING %s  %s  (round %lld, reliability %.2f)\n", f.id.c_str(), f.title.c_str(),
-                       static_cast<long long>(f.first_round), f.reliability);
-      last_findings = s.findings;
-    }
-    const auto now = std::chrono::steady_clock::now();
-    if (tty) {
-      std::fprintf(stderr, "\r\x1b[K%s", status_line(s).substr(0, 200).c_str());
-    } else if (s.round % 10 == 0 || s.round == s.rounds || now - last_print > std::chrono::seconds(30)) {
-      std::fprintf(stderr, "%s\n", status_line(s).c_str());
-      last_print = now;
-    }
-  });
+    c.run([&](const tfg::campaign::status& s) {
+      if (a.quiet) return;
+      if (s.findings > last_findings) {
+        if (tty) std::fputs("\r\x1b[K", stderr);
+        for (const auto& f : c.database().findings())
+          if (f.first_round >= 0 && (static_cast<std::size_t>(f.first_round) + 1 == s.round))
+            std::fprintf(stderr, "NEW FINDING %s  %s  (round %lld, reliability %.2f)\n", f.id.c_str(), f.title.c_str(),
+                         static_cast<long long>(f.first_round), f.reliability);
+        last_findings = s.findings;
+      }
+      const auto now = std::chrono::steady_clock::now();
+      if (tty) {
+        std::fprintf(stderr, "\r\x1b[K%s", status_line(s).substr(0, 200).c_str());
+      } else if (s.round % 10 == 0 || s.round == s.rounds || now - last_print > std::chrono::seconds(30)) {
+        std::fprintf(stderr, "%s\n", status_line(s).c_str());
+        last_print = now;
+      }
+    });
   } catch (const std::exception& e) {
     // Stopped (Ctrl-C, a fuzz job's end of slice) while the seed was being calibrated: the
     // worker's exchange was cut, which is not the seed's failure. Nothing of the rounds is lost.
@@ -272,8 +278,8 @@ int run_campaign_command(run_args a, const std::string& self_exe) {
   std::printf("\n");
   for (const auto& f : all)
     if (f.status != "flaky")
-      std::printf("  %s  %-12s x%-3lld rel %.2f  %s\n", f.id.c_str(), f.kind.c_str(), static_cast<long long>(f.instances),
-                  f.reliability, f.title.c_str());
+      std::printf("  %s  %-12s x%-3lld rel %.2f  %s\n", f.id.c_str(), f.kind.c_str(),
+                  static_cast<long long>(f.instances), f.reliability, f.title.c_str());
   if (flaky) {
     std::printf("did not reproduce on reruns (flaky, not findings): %zu\n", flaky);
     for (const auto& f : all)
@@ -289,7 +295,8 @@ int run_campaign_command(run_args a, const std::string& self_exe) {
                 c.progress().round - 1, a.rounds);
   // Reduction, reproducers and issue drafts of the findings, within the budget (docs/reproducers.md).
   if (a.reduce_budget_s > 0 && all.size() > flaky) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<long long>(a.reduce_budget_s * 1000));
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<long long>(a.reduce_budget_s * 1000));
     std::printf("\nreducing the findings (budget %.0f s):\n", a.reduce_budget_s);
     for (const auto& f : all) {
       if (f.status == "flaky") continue;
@@ -347,8 +354,7 @@ int run_repro_command(const std::string& dir, const std::string& self_exe, int t
     if (f.where.localised)
       std::printf("\n    localised to %s (position %lld), inputs %s", f.where.culprit_op.c_str(),
                   static_cast<long long>(f.where.position), f.where.inputs.c_str());
-    else if (!f.where.note.empty())
-      std::printf("\n    not localised: %s", f.where.note.substr(0, 300).c_str());
+    else if (!f.where.note.empty()) std::printf("\n    not localised: %s", f.where.note.substr(0, 300).c_str());
   }
   if (meta.value("kind", "") == "performance" && o.reply)
     for (const auto& c : o.reply->results) std::printf("\n  %-20s %8.1f ms", c.config.c_str(), c.wall_ms);
@@ -377,8 +383,8 @@ int run_summary_command(const std::string& dir) {
   std::printf("campaign %s: seed %s, policy %s, reward %s, %zu rounds recorded\n", dir.c_str(),
               db.meta("seed_model").value_or("?").c_str(), db.meta("policy").value_or("?").c_str(), reward.c_str(),
               rounds.size());
-  std::printf("%5s %-9s %-38s %5s %7s %6s %9s  %s\n", "round", "verdict", "operator", "cand", "reward", "accept", "exec ms",
-              "site / reason");
+  std::printf("%5s %-9s %-38s %5s %7s %6s %9s  %s\n", "round", "verdict", "operator", "cand", "reward", "accept",
+              "exec ms", "site / reason");
   for (const auto& r : rounds) {
     const auto it = r.phase_ms.find("execute");
     std::printf("%5lld %-9s %-38s %5lld %7.3f %6s %9.1f  %s%s%s\n", static_cast<long long>(r.round),
@@ -390,15 +396,18 @@ int run_summary_command(const std::string& dir) {
   for (const auto& [k, v] : db.verdict_counts()) std::printf(" %s %lld;", k.c_str(), static_cast<long long>(v));
   std::printf("\n\nmetrics (round: LIC LPC LSC DFSD signatures API-coverage):\n");
   for (const auto& [round, m] : db.metrics()) {
-    auto g = [&](const char* k) { auto it = m.find(k); return it == m.end() ? 0.0 : it->second; };
-    std::printf("  %5lld  %.3e %.3e %.3e %.3e %5.0f %5.1f%%\n", static_cast<long long>(round), g("lic"), g("lpc"), g("lsc"),
-                g("dfsd"), g("signatures"), 100 * g("api_coverage"));
+    auto g = [&](const char* k) {
+      auto it = m.find(k);
+      return it == m.end() ? 0.0 : it->second;
+    };
+    std::printf("  %5lld  %.3e %.3e %.3e %.3e %5.0f %5.1f%%\n", static_cast<long long>(round), g("lic"), g("lpc"),
+                g("lsc"), g("dfsd"), g("signatures"), 100 * g("api_coverage"));
   }
   std::printf("\nfindings:\n");
   for (const auto& f : db.findings())
     std::printf("  %s  %-12s x%-3lld rel %.2f  round %lld  %s\n    %s\n", f.id.c_str(), f.kind.c_str(),
-                static_cast<long long>(f.instances), f.reliability, static_cast<long long>(f.first_round), f.title.c_str(),
-                f.message.substr(0, 200).c_str());
+                static_cast<long long>(f.instances), f.reliability, static_cast<long long>(f.first_round),
+                f.title.c_str(), f.message.substr(0, 200).c_str());
   return 0;
 }
 
@@ -450,8 +459,8 @@ int run_compare_command(compare_args a, const std::string& self_exe) {
       }
     }
   }
-  const auto title = "flowmut compare: " + std::to_string(a.models.size()) + " seed(s) x " + std::to_string(a.campaign_seeds) +
-                     " campaign seed(s), " + std::to_string(a.rounds) + " rounds";
+  const auto title = "flowmut compare: " + std::to_string(a.models.size()) + " seed(s) x " +
+                     std::to_string(a.campaign_seeds) + " campaign seed(s), " + std::to_string(a.rounds) + " rounds";
   std::printf("\n%s\nmean ±95%% confidence half-width over each cell's campaigns (Table-7 layout)\n%s", title.c_str(),
               tc::compare_table(rows).c_str());
   std::printf("largest share: the operator chosen most often in each campaign:\n");
@@ -462,6 +471,7 @@ int run_compare_command(compare_args a, const std::string& self_exe) {
   }
   tfg::write_file_atomic(fs::path(a.out) / "compare.json", tc::compare_json(rows).dump(1));
   tc::write_compare_html(fs::path(a.out) / "compare.html", rows, title);
-  std::printf("wrote %s and %s\n", (fs::path(a.out) / "compare.json").c_str(), (fs::path(a.out) / "compare.html").c_str());
+  std::printf("wrote %s and %s\n", (fs::path(a.out) / "compare.json").c_str(),
+              (fs::path(a.out) / "compare.html").c_str());
   return 0;
 }

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include <tfg/campaign/known_issues.hpp>
+#include "tfg/campaign/known_issues.hpp"
 
 struct run_args {
   std::string model;
@@ -32,19 +32,19 @@ struct run_args {
   std::vector<std::string> shapes;  // --shape: random inputs of these shapes
   double reduce_budget_s = 0;       // --reduce-budget: reduce the campaign's findings after it, within S seconds
   double time_s = 0;                // --time: wall-clock budget of the rounds (0: none)
-  std::set<std::string> given;  // long names of the options given on the command line
+  std::set<std::string> given;      // long names of the options given on the command line
 };
 
 struct fuzz_args {
-  std::vector<std::string> seeds;   // seed files and folders
+  std::vector<std::string> seeds;  // seed files and folders
   std::string out;
-  double time_s = 0;                // --time (required unless --resume)
-  int jobs = 0;                     // 0: the core count
+  double time_s = 0;  // --time (required unless --resume)
+  int jobs = 0;       // 0: the core count
   std::string shard = "0/1";
-  std::size_t rounds = 1000000;     // round budget of each campaign
-  std::size_t per_seed = 1;         // campaigns per seed (campaign seeds seed, seed+1, ...)
+  std::size_t rounds = 1000000;  // round budget of each campaign
+  std::size_t per_seed = 1;      // campaigns per seed (campaign seeds seed, seed+1, ...)
   std::uint64_t seed = 1;
-  double slice_s = 0;               // 0: chosen from the budget, the jobs and the campaigns
+  double slice_s = 0;  // 0: chosen from the budget, the jobs and the campaigns
   std::vector<std::string> configs;
   std::vector<std::string> op_dirs;
   std::string policy = "linucb-op";
@@ -78,7 +78,7 @@ struct legality_args {
   int jobs = 1;
   int timeout_s = 60;
   unsigned param_draws = 4;  // --param-draws: as construct_options::param_draws
-  std::string json;  // --json: every labelled candidate
+  std::string json;          // --json: every labelled candidate
   bool quiet = false;
 };
 

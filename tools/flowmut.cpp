@@ -1,14 +1,14 @@
 // flowmut: the command-line tool. The only place in the project that parses argv.
-#include <tfg/dsl/parse.hpp>
-#include <tfg/match/pool.hpp>
-#include <tfg/match/pool_info.hpp>
-#include <tfg/torch/ivalue.hpp>
-#include <tfg/torch/ops_check.hpp>
-#include <tfg/torch/torch.hpp>
-#include <tfg/torch/configs.hpp>
-#include <tfg/torch/backend.hpp>
-#include <tfg/version.hpp>
-#include <tfg/campaign/fuzz.hpp>
+#include "tfg/dsl/parse.hpp"
+#include "tfg/match/pool.hpp"
+#include "tfg/match/pool_info.hpp"
+#include "tfg/torch/ivalue.hpp"
+#include "tfg/torch/ops_check.hpp"
+#include "tfg/torch/torch.hpp"
+#include "tfg/torch/configs.hpp"
+#include "tfg/torch/backend.hpp"
+#include "tfg/version.hpp"
+#include "tfg/campaign/fuzz.hpp"
 
 #include "commands.hpp"
 
@@ -53,7 +53,8 @@ tfg::torch::input_set inputs_for(const tfg::torch::model& m, const std::string& 
     return tfg::torch::random_inputs(specs, random ? random : 3);
   }
   if (random > 0) return tfg::torch::random_inputs(m, random);
-  return tfg::torch::backend().seed_inputs(m, model_path, inputs_path);  // the file, MODEL.inputs.pt, else default_inputs
+  return tfg::torch::backend().seed_inputs(m, model_path,
+                                           inputs_path);  // the file, MODEL.inputs.pt, else default_inputs
 }
 
 int run_profile(const profile_args& a) {
@@ -80,8 +81,9 @@ int run_profile(const profile_args& a) {
   auto p = prof.run(m, inputs);
   auto t2 = clock_type::now();
 
-  std::cout << "flowmut profile " << a.model_path << "  (" << (exported ? "torch.export" : "torchscript") << ", " << inputs.size() << " profiling inputs, "
-            << device << ", " << at::get_num_threads() << " thread" << (at::get_num_threads() == 1 ? "" : "s") << ")\n";
+  std::cout << "flowmut profile " << a.model_path << "  (" << (exported ? "torch.export" : "torchscript") << ", "
+            << inputs.size() << " profiling inputs, " << device << ", " << at::get_num_threads() << " thread"
+            << (at::get_num_threads() == 1 ? "" : "s") << ")\n";
   std::printf(exported ? "import   %.1f ms (read archive, build graph, translate); profiling %.1f ms\n"
                        : "import   %.1f ms (load, freeze, inline, translate); profiling %.1f ms\n",
               std::chrono::duration<double, std::milli>(t1 - t0).count(),
@@ -126,7 +128,8 @@ int run_profile(const profile_args& a) {
         if (unfrozen) ref_unfrozen = unfrozen->get_method(method)(args);
       }
       worst = std::max(worst, tfg::torch::ivalue::max_abs_diff(ref, p.outputs[i]));
-      if (unfrozen) worst_unfrozen = std::max(worst_unfrozen, tfg::torch::ivalue::max_abs_diff(ref_unfrozen, p.outputs[i]));
+      if (unfrozen)
+        worst_unfrozen = std::max(worst_unfrozen, tfg::torch::ivalue::max_abs_diff(ref_unfrozen, p.outputs[i]));
     }
     std::printf("check    op-by-op outputs vs %s: max abs diff %g %s\n",
                 exported ? "the program's graph (TorchScript executor)" : "module.forward (frozen, as imported)", worst,
@@ -158,7 +161,8 @@ int run_export(const std::string& in, const std::string& out, const std::string&
     // A program records every value's shape: one run on the first profiling input gives them.
     auto inputs = inputs_for(m, in, inputs_path, 0, {});
     tfg::torch::save_pt2(m, inputs.front(), out);
-    std::cout << "exported " << in << " -> " << out << " (torch.export program, " << m.graph.node_count() << " nodes)\n";
+    std::cout << "exported " << in << " -> " << out << " (torch.export program, " << m.graph.node_count()
+              << " nodes)\n";
     return 0;
 #else
     throw tfg::torch::model_error(out + ": writing a torch.export archive needs the LibTorch 2.x build (this one is " +
@@ -169,7 +173,6 @@ int run_export(const std::string& in, const std::string& out, const std::string&
   std::cout << "exported " << in << " -> " << out << " (TorchScript, " << m.graph.node_count() << " nodes)\n";
   return 0;
 }
-
 
 // ---- operator pool ----------------------------------------------------------------------------
 
@@ -215,9 +218,10 @@ int run_ops_list(const std::vector<std::string>& dirs, bool json) {
   std::size_t paper_pool = 0;
   for (const auto& row : tm::paper_cells)
     for (auto n : row) paper_pool += n;
-  std::printf("\n%zu operators from %zu files (the paper's pool: %zu); by object x primitive, ours / paper's "
-              "Table 1:\n%-10s %10s %10s %10s %10s %10s\n",
-              ops.size(), lp->pool.files, paper_pool, "", "update", "insertion", "deletion", "rewiring", "total");
+  std::printf(
+      "\n%zu operators from %zu files (the paper's pool: %zu); by object x primitive, ours / paper's "
+      "Table 1:\n%-10s %10s %10s %10s %10s %10s\n",
+      ops.size(), lp->pool.files, paper_pool, "", "update", "insertion", "deletion", "rewiring", "total");
   std::size_t ours_total = 0, paper_total = 0;
   for (int o = 0; o < 4; ++o) {
     std::printf("%-10s", std::string(tm::name(static_cast<tfg::dsl::object_kind>(o))).c_str());
@@ -246,8 +250,8 @@ int run_ops_check(const std::vector<std::string>& dirs, bool verbose) {
       passed += r.passed;
       skipped += r.skipped;
       if (!r.passed || verbose)
-        std::cout << r.where << ": " << (r.passed ? "ok" : "FAIL") << ": " << (r.match ? "example match" : "example no_match")
-                  << " of " << r.op << ": " << r.message << "\n";
+        std::cout << r.where << ": " << (r.passed ? "ok" : "FAIL") << ": "
+                  << (r.match ? "example match" : "example no_match") << " of " << r.op << ": " << r.message << "\n";
     }
   }
   std::cout << passed << " of " << total << " examples of " << lp->pool.operators.size()
@@ -302,8 +306,7 @@ int run_candidates(const std::string& model_path, const std::string& inputs_path
       }
       if (auto f = tfg::torch::check_mutant(mu, adapter, ops[c.op], b, lp->symbols, lp->pool.requirements, inputs, ws))
         ++reasons[std::string(tfg::match::name(f->stage))];
-      else
-        ++legal[c.op];
+      else ++legal[c.op];
     }
   }
   std::printf("%-40s %9s %9s%s\n", "operator", "pattern+", "retained", probe ? "     legal" : "");
@@ -334,11 +337,13 @@ int run_candidates(const std::string& model_path, const std::string& inputs_path
 int run_configs() {
   std::printf("%-20s %-10s %-16s %s\n", "configuration", "available", "compared with", "how");
   for (const auto& c : tfg::torch::list_configs())
-    std::printf("%-20s %-10s %-16s %s%s\n", c.name.c_str(), c.available ? "yes" : "no", c.reference.empty() ? "-" : c.reference.c_str(),
-                c.description.c_str(), c.available ? "" : (" [" + c.why_not + "]").c_str());
-  std::printf("\na campaign runs every available CPU configuration but the compiled ones (aot_eager ... aoti, seconds of\n"
-              "compilation per mutant) and the ONNX ones (onnxruntime, onnxruntime_noopt: an export per mutant) by\n"
-              "default; flowmut run --config NAME (repeat) chooses\n");
+    std::printf("%-20s %-10s %-16s %s%s\n", c.name.c_str(), c.available ? "yes" : "no",
+                c.reference.empty() ? "-" : c.reference.c_str(), c.description.c_str(),
+                c.available ? "" : (" [" + c.why_not + "]").c_str());
+  std::printf(
+      "\na campaign runs every available CPU configuration but the compiled ones (aot_eager ... aoti, seconds of\n"
+      "compilation per mutant) and the ONNX ones (onnxruntime, onnxruntime_noopt: an export per mutant) by\n"
+      "default; flowmut run --config NAME (repeat) chooses\n");
   return 0;
 }
 }  // namespace
@@ -381,15 +386,21 @@ int main(int argc, char** argv) {
   }
   CLI::App app{"flowmut: data-flow mutation testing of deep learning frameworks"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("flowmut ") + std::string(tfg::version) + " (LibTorch " + TORCH_VERSION + ")");
+  app.set_version_flag("--version",
+                       std::string("flowmut ") + std::string(tfg::version) + " (LibTorch " + TORCH_VERSION + ")");
 
   profile_args pa;
   auto* profile = app.add_subcommand("profile", "import a model, run it op by op and print its TFG summary");
-  profile->add_option("model", pa.model_path, "TorchScript .pt or torch.export .pt2 file")->required()->check(CLI::ExistingFile);
-  profile->add_option("--inputs", pa.inputs_path, "profiling inputs (torch.save'd list of argument tuples); default MODEL.inputs.pt")
+  profile->add_option("model", pa.model_path, "TorchScript .pt or torch.export .pt2 file")
+      ->required()
+      ->check(CLI::ExistingFile);
+  profile
+      ->add_option("--inputs", pa.inputs_path,
+                   "profiling inputs (torch.save'd list of argument tuples); default MODEL.inputs.pt")
       ->check(CLI::ExistingFile);
   profile->add_option("--random", pa.random_inputs, "synthesise N random inputs (default 3 with --shape)");
-  profile->add_option("--shape", pa.shapes, "shape of each forward argument for random inputs, e.g. f32[1,3,64,64] (repeat per argument)");
+  profile->add_option("--shape", pa.shapes,
+                      "shape of each forward argument for random inputs, e.g. f32[1,3,64,64] (repeat per argument)");
   profile->add_option("--json", pa.json_path, "write the TFG with F(e) as JSON");
   profile->add_option("--dot", pa.dot_path, "write the TFG as Graphviz DOT");
   profile->add_option("--device", pa.device, "cpu or cuda")->default_val("cpu")->check(CLI::IsMember({"cpu", "cuda"}));
@@ -398,10 +409,14 @@ int main(int argc, char** argv) {
   profile->add_flag("--no-check", pa.no_check, "do not compare op-by-op outputs with module.forward");
 
   std::string export_in, export_out, export_inputs;
-  auto* exp = app.add_subcommand("export", "import a model and write it back: OUTPUT.pt as TorchScript, OUTPUT.pt2 as a torch.export program");
-  exp->add_option("model", export_in, "TorchScript .pt or torch.export .pt2 file")->required()->check(CLI::ExistingFile);
+  auto* exp = app.add_subcommand(
+      "export", "import a model and write it back: OUTPUT.pt as TorchScript, OUTPUT.pt2 as a torch.export program");
+  exp->add_option("model", export_in, "TorchScript .pt or torch.export .pt2 file")
+      ->required()
+      ->check(CLI::ExistingFile);
   exp->add_option("output", export_out, "output .pt or .pt2 file")->required();
-  exp->add_option("--inputs", export_inputs, "forward arguments for a .pt2 output's shapes (default MODEL.inputs.pt, else random)")
+  exp->add_option("--inputs", export_inputs,
+                  "forward arguments for a .pt2 output's shapes (default MODEL.inputs.pt, else random)")
       ->check(CLI::ExistingFile);
 
   auto* ops = app.add_subcommand("ops", "list or check mutation operators (.tfg files)");
@@ -424,20 +439,27 @@ int main(int argc, char** argv) {
   cand->add_flag("--probe", cand_probe, "apply every retained candidate and check the mutant's legality");
 
   legality_args la;
-  auto* legality = app.add_subcommand("legality", "label pre-filter candidates by running them; the constraint system's "
-                                                  "retention, legal-mutant rate and confusion table, with each group switched off");
+  auto* legality = app.add_subcommand("legality",
+                                      "label pre-filter candidates by running them; the constraint system's "
+                                      "retention, legal-mutant rate and confusion table, with each group switched off");
   legality->add_option("models", la.models, "seed .pt files and folders of them")->required()->check(CLI::ExistingPath);
-  legality->add_option("--sample", la.sample, "pre-filter candidates to draw (stratified by operator)")->default_val(1000)
+  legality->add_option("--sample", la.sample, "pre-filter candidates to draw (stratified by operator)")
+      ->default_val(1000)
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000}));
   legality->add_option("--seed", la.seed, "sampling seed")->default_val(1)->check(seed_range);
   legality->add_option("--ops", la.op_dirs, "operator folders (default: the bundled operators/)");
-  legality->add_option("-j,--jobs", la.jobs, "candidates labelled at a time")->default_val(1)->check(CLI::Range(1, 256));
+  legality->add_option("-j,--jobs", la.jobs, "candidates labelled at a time")
+      ->default_val(1)
+      ->check(CLI::Range(1, 256));
   legality->add_option("--timeout", la.timeout_s, "seconds one label may take before it counts as illegal (a hang)")
-      ->default_val(60)->check(CLI::Range(1, 86400));
-  legality->add_option("--param-draws", la.param_draws,
-                       "draws of an operator's sampled parameters before its constraints reject a candidate "
-                       "(as candidate construction; 1: a single draw)")
-      ->default_val(4)->check(CLI::Range(1, 1024));
+      ->default_val(60)
+      ->check(CLI::Range(1, 86400));
+  legality
+      ->add_option("--param-draws", la.param_draws,
+                   "draws of an operator's sampled parameters before its constraints reject a candidate "
+                   "(as candidate construction; 1: a single draw)")
+      ->default_val(4)
+      ->check(CLI::Range(1, 1024));
   legality->add_option("--json", la.json, "write every labelled candidate and the table as JSON");
   legality->add_flag("-q,--quiet", la.quiet, "no progress line");
 
@@ -446,84 +468,133 @@ int main(int argc, char** argv) {
   run_args ra;
   auto* run = app.add_subcommand("run", "run a mutation campaign on a seed model");
   run->add_option("model", ra.model, "seed TorchScript .pt file (not needed with --resume)");
-  run->add_option("--rounds", ra.rounds, "mutation rounds after the seed's own round 0")->default_val(250)->check(count_range);
+  run->add_option("--rounds", ra.rounds, "mutation rounds after the seed's own round 0")
+      ->default_val(250)
+      ->check(count_range);
   run->add_option("--out", ra.out, "campaign folder (database, findings, checkpoints)")->required()->check(non_empty);
-  run->add_option("--policy", ra.policy, "linucb-op (LinUCB, a model per operator) | linucb (one shared model, the paper's) | ucb1 | random | queue | fixed | one-shot")
+  run->add_option("--policy", ra.policy,
+                  "linucb-op (LinUCB, a model per operator) | linucb (one shared model, the paper's) | ucb1 | random | "
+                  "queue | fixed | one-shot")
       ->default_val("linucb-op");
-  run->add_option("--reward", ra.reward, "what the policy learns from: behaviour (new operators, input classes, disagreements; decays with repetition) | paper (trace novelty)")
-      ->default_val("behaviour")->check(CLI::IsMember({"behaviour", "paper"}));
-  run->add_option("--features", ra.ablation, "feature ablation: all | coverage-only | impact-only | no-L | no-T | no-M | no-P | no-I")
+  run->add_option("--reward", ra.reward,
+                  "what the policy learns from: behaviour (new operators, input classes, disagreements; decays with "
+                  "repetition) | paper (trace novelty)")
+      ->default_val("behaviour")
+      ->check(CLI::IsMember({"behaviour", "paper"}));
+  run->add_option("--features", ra.ablation,
+                  "feature ablation: all | coverage-only | impact-only | no-L | no-T | no-M | no-P | no-I")
       ->default_val("all");
-  run->add_option("--alpha", ra.alpha, "LinUCB exploration weight (finite, >= 0)")->default_val(1.0)->check(finite_non_negative);
+  run->add_option("--alpha", ra.alpha, "LinUCB exploration weight (finite, >= 0)")
+      ->default_val(1.0)
+      ->check(finite_non_negative);
   run->add_option("--ops", ra.op_dirs, "operator folders (default: the bundled operators/)");
   run->add_option("--config", ra.configs, "execution configurations to run (repeat; default: every CPU configuration)");
   run->add_option("--inputs", ra.inputs, "profiling inputs (default MODEL.inputs.pt or 3 random inputs)");
-  run->add_option("--shape", ra.shapes, "3 random inputs of this shape instead, e.g. f32[1,3,64,64] (repeat per forward argument)")
+  run->add_option("--shape", ra.shapes,
+                  "3 random inputs of this shape instead, e.g. f32[1,3,64,64] (repeat per forward argument)")
       ->excludes("--inputs");
-  run->add_option("--seed", ra.seed, "campaign seed (a campaign is deterministic for a seed)")->default_val(1)->check(seed_range);
-  run->add_option("--timeout", ra.timeout_s, "per-mutant timeout cap in seconds (the timeout is calibrated below it)")->default_val(60)->check(CLI::Range(1, 86400));
-  run->add_option("--reruns", ra.reruns, "reliability reruns of each new finding")->default_val(2)->check(CLI::Range(0, 100));
-  run->add_option("--rss-limit-mb", ra.rss_limit_mb, "worker memory limit (default min(8 GiB, RAM/2))")->check(CLI::Range(std::int64_t{64}, std::int64_t{1} << 30));
+  run->add_option("--seed", ra.seed, "campaign seed (a campaign is deterministic for a seed)")
+      ->default_val(1)
+      ->check(seed_range);
+  run->add_option("--timeout", ra.timeout_s, "per-mutant timeout cap in seconds (the timeout is calibrated below it)")
+      ->default_val(60)
+      ->check(CLI::Range(1, 86400));
+  run->add_option("--reruns", ra.reruns, "reliability reruns of each new finding")
+      ->default_val(2)
+      ->check(CLI::Range(0, 100));
+  run->add_option("--rss-limit-mb", ra.rss_limit_mb, "worker memory limit (default min(8 GiB, RAM/2))")
+      ->check(CLI::Range(std::int64_t{64}, std::int64_t{1} << 30));
   run->add_flag("--resume", ra.resume, "continue the campaign in --out");
   run->add_flag("--force", ra.force, "start over in a folder that holds a campaign");
   run->add_flag("-q,--quiet", ra.quiet, "no status line");
-  run->add_option("--accept", ra.accept, "which legal mutants become seeds: healthy (no new finding, no new NaN/Inf) | any")
-      ->default_val("healthy")->check(CLI::IsMember({"healthy", "any"}));
-  run->add_option("--corpus", ra.corpus, "accepted seeds kept to go back to (the original always)")->default_val(8)
+  run->add_option("--accept", ra.accept,
+                  "which legal mutants become seeds: healthy (no new finding, no new NaN/Inf) | any")
+      ->default_val("healthy")
+      ->check(CLI::IsMember({"healthy", "any"}));
+  run->add_option("--corpus", ra.corpus, "accepted seeds kept to go back to (the original always)")
+      ->default_val(8)
       ->check(CLI::Range(2, 1000));
   run->add_option("--return-every", ra.return_every, "every N rounds continue from the next corpus member (0: never)")
-      ->default_val(25)->check(count_range);
+      ->default_val(25)
+      ->check(count_range);
   run->add_flag("--no-localise", ra.no_localise, "attribute findings to the mutation instead of localising them");
   run->add_option("--reduce-budget", ra.reduce_budget_s,
                   "after the campaign, reduce its findings and write repro.py and issue.md, within S seconds (0: off)")
-      ->default_val(300)->check(CLI::Range(0.0, 1e7));
-  run->add_option("--time", ra.time_s, "wall-clock budget of the rounds, e.g. 90s, 10m, 2h; then stop as --resume expects (default: none)")
+      ->default_val(300)
+      ->check(CLI::Range(0.0, 1e7));
+  run->add_option("--time", ra.time_s,
+                  "wall-clock budget of the rounds, e.g. 90s, 10m, 2h; then stop as --resume expects (default: none)")
       ->transform(duration_arg);
 
   fuzz_args fa;
-  auto* fuzz = app.add_subcommand("fuzz", "run campaigns over many seeds within a time budget, N at a time, one findings index");
+  auto* fuzz =
+      app.add_subcommand("fuzz", "run campaigns over many seeds within a time budget, N at a time, one findings index");
   fuzz->add_option("seeds", fa.seeds, "seed .pt files and folders of them (not needed with --resume)");
-  fuzz->add_option("--time", fa.time_s, "wall-clock budget, e.g. 10m, 8h (required unless --resume)")->transform(duration_arg);
-  fuzz->add_option("--out", fa.out, "job folder (fuzz.json, campaigns/, findings/, findings.jsonl, report.html)")->required()->check(non_empty);
+  fuzz->add_option("--time", fa.time_s, "wall-clock budget, e.g. 10m, 8h (required unless --resume)")
+      ->transform(duration_arg);
+  fuzz->add_option("--out", fa.out, "job folder (fuzz.json, campaigns/, findings/, findings.jsonl, report.html)")
+      ->required()
+      ->check(non_empty);
   fuzz->add_option("-j,--jobs", fa.jobs, "campaigns at a time (default: the core count)")->check(CLI::Range(1, 1024));
-  fuzz->add_option("--shard", fa.shard, "do part i of N (0-based) of the seeds x campaign seeds, e.g. 0/4")->default_val("0/1");
-  fuzz->add_option("--rounds", fa.rounds, "round budget of each campaign (default: the time decides)")->check(count_range);
+  fuzz->add_option("--shard", fa.shard, "do part i of N (0-based) of the seeds x campaign seeds, e.g. 0/4")
+      ->default_val("0/1");
+  fuzz->add_option("--rounds", fa.rounds, "round budget of each campaign (default: the time decides)")
+      ->check(count_range);
   fuzz->add_option("--campaigns-per-seed", fa.per_seed, "campaigns per seed, with campaign seeds SEED, SEED+1, ...")
-      ->default_val(1)->check(CLI::Range(1, 10000));
+      ->default_val(1)
+      ->check(CLI::Range(1, 10000));
   fuzz->add_option("--seed", fa.seed, "first campaign seed")->default_val(1)->check(seed_range);
-  fuzz->add_option("--slice", fa.slice_s, "time a campaign runs before the scheduler chooses again (default: budget x jobs / 3 campaigns, 30 s to 5 min)")
+  fuzz->add_option("--slice", fa.slice_s,
+                   "time a campaign runs before the scheduler chooses again (default: budget x jobs / 3 campaigns, 30 "
+                   "s to 5 min)")
       ->transform(duration_arg);
   fuzz->add_option("--config", fa.configs, "execution configurations (repeat; default: every CPU configuration)");
   fuzz->add_option("--ops", fa.op_dirs, "operator folders (default: the bundled operators/)");
-  fuzz->add_option("--policy", fa.policy, "each campaign's policy: linucb-op | linucb | ucb1 | random | queue | fixed | one-shot")
+  fuzz->add_option("--policy", fa.policy,
+                   "each campaign's policy: linucb-op | linucb | ucb1 | random | queue | fixed | one-shot")
       ->default_val("linucb-op");
-  fuzz->add_option("--timeout", fa.timeout_s, "per-mutant timeout cap in seconds")->default_val(60)->check(CLI::Range(1, 86400));
-  fuzz->add_option("--reruns", fa.reruns, "reliability reruns of each new finding")->default_val(2)->check(CLI::Range(0, 100));
-  fuzz->add_option("--reduce-budget", fa.reduce_budget_s, "after the job, reduce one reproduced variant of each defect and write repro.py and issue.md, within S seconds (0: off)")
-      ->default_val(900)->check(CLI::Range(0.0, 1e7));
+  fuzz->add_option("--timeout", fa.timeout_s, "per-mutant timeout cap in seconds")
+      ->default_val(60)
+      ->check(CLI::Range(1, 86400));
+  fuzz->add_option("--reruns", fa.reruns, "reliability reruns of each new finding")
+      ->default_val(2)
+      ->check(CLI::Range(0, 100));
+  fuzz->add_option("--reduce-budget", fa.reduce_budget_s,
+                   "after the job, reduce one reproduced variant of each defect and write repro.py and issue.md, "
+                   "within S seconds (0: off)")
+      ->default_val(900)
+      ->check(CLI::Range(0.0, 1e7));
   fuzz->add_flag("--resume", fa.resume, "continue the job in --out with the time that was left");
   fuzz->add_flag("--force", fa.force, "start over in a folder that holds a job");
   fuzz->add_flag("-q,--quiet", fa.quiet, "no status screen");
 
   std::vector<std::string> merge_dirs;
   std::string merge_out;
-  auto* merge = app.add_subcommand("merge", "merge the outputs of fuzz shards into one deduplicated findings set and report");
+  auto* merge =
+      app.add_subcommand("merge", "merge the outputs of fuzz shards into one deduplicated findings set and report");
   merge->add_option("dirs", merge_dirs, "fuzz (or merge) output folders")->required()->check(CLI::ExistingDirectory);
   merge->add_option("--out", merge_out, "output folder")->required()->check(non_empty);
 
   compare_args ca;
-  auto* cmp = app.add_subcommand("compare", "run several policies on the same seeds and print a Table-7-like comparison");
+  auto* cmp =
+      app.add_subcommand("compare", "run several policies on the same seeds and print a Table-7-like comparison");
   cmp->add_option("models", ca.models, "seed .pt files")->required()->check(CLI::ExistingFile);
   cmp->add_option("--out", ca.out, "folder for the campaigns (OUT/SEED/POLICY)")->required()->check(non_empty);
-  cmp->add_option("--policies", ca.policies, "cells to compare: POLICY[/ABLATION][@REWARD], e.g. linucb-op,queue,linucb/no-P,linucb@paper")
-      ->delimiter(',')->default_val("linucb-op,linucb,ucb1,random,queue,linucb@paper");
-  cmp->add_option("--campaign-seeds", ca.campaign_seeds, "campaigns per seed model and cell (campaign seeds --seed, --seed+1, ...)")
-      ->default_val(5)->check(CLI::Range(1, 1000));
+  cmp->add_option("--policies", ca.policies,
+                  "cells to compare: POLICY[/ABLATION][@REWARD], e.g. linucb-op,queue,linucb/no-P,linucb@paper")
+      ->delimiter(',')
+      ->default_val("linucb-op,linucb,ucb1,random,queue,linucb@paper");
+  cmp->add_option("--campaign-seeds", ca.campaign_seeds,
+                  "campaigns per seed model and cell (campaign seeds --seed, --seed+1, ...)")
+      ->default_val(5)
+      ->check(CLI::Range(1, 1000));
   cmp->add_option("--rounds", ca.rounds, "rounds per campaign")->default_val(250)->check(count_range);
   cmp->add_option("--ops", ca.op_dirs, "operator folders");
   cmp->add_option("--config", ca.configs, "execution configurations");
   cmp->add_option("--seed", ca.seed, "first campaign seed")->default_val(1)->check(seed_range);
-  cmp->add_option("--timeout", ca.timeout_s, "per-mutant timeout cap in seconds")->default_val(60)->check(CLI::Range(1, 86400));
+  cmp->add_option("--timeout", ca.timeout_s, "per-mutant timeout cap in seconds")
+      ->default_val(60)
+      ->check(CLI::Range(1, 86400));
   cmp->add_flag("--resume", ca.resume, "reuse campaigns that are already there (continue unfinished ones)");
 
   std::string summary_dir;
@@ -532,9 +603,14 @@ int main(int argc, char** argv) {
 
   std::string repro_dir;
   int repro_timeout = 60;
-  auto* repro = app.add_subcommand("repro", "re-run a finding's mutant in a fresh worker and say whether it reproduces");
-  repro->add_option("dir", repro_dir, "finding folder (CAMPAIGN/findings/ID)")->required()->check(CLI::ExistingDirectory);
-  repro->add_option("--timeout", repro_timeout, "seconds before the run counts as a hang")->default_val(60)->check(CLI::Range(1, 86400));
+  auto* repro =
+      app.add_subcommand("repro", "re-run a finding's mutant in a fresh worker and say whether it reproduces");
+  repro->add_option("dir", repro_dir, "finding folder (CAMPAIGN/findings/ID)")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  repro->add_option("--timeout", repro_timeout, "seconds before the run counts as a hang")
+      ->default_val(60)
+      ->check(CLI::Range(1, 86400));
   std::int64_t repro_rss_mb = 8192;
   repro->add_option("--rss-limit-mb", repro_rss_mb, "worker memory limit")->default_val(8192);
   std::vector<std::string> repro_ops;
@@ -546,16 +622,24 @@ int main(int argc, char** argv) {
   std::string reduce_python = default_python();
   bool reduce_no_run = false;
   auto* reduce = app.add_subcommand("reduce", "reduce a finding to its operator's window, write repro.py and issue.md");
-  reduce->add_option("dir", reduce_dir, "finding folder (CAMPAIGN/findings/ID)")->required()->check(CLI::ExistingDirectory);
-  reduce->add_option("--timeout", reduce_timeout, "seconds per try before it counts as a hang")->default_val(60)->check(CLI::Range(1, 86400));
+  reduce->add_option("dir", reduce_dir, "finding folder (CAMPAIGN/findings/ID)")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  reduce->add_option("--timeout", reduce_timeout, "seconds per try before it counts as a hang")
+      ->default_val(60)
+      ->check(CLI::Range(1, 86400));
   reduce->add_option("--rss-limit-mb", reduce_rss_mb, "worker memory limit")->default_val(8192);
-  reduce->add_option("--python", reduce_python, "the Python with torch that runs repro.py (default $TFG_PYTHON, else the Python of the torch this build uses)");
+  reduce->add_option(
+      "--python", reduce_python,
+      "the Python with torch that runs repro.py (default $TFG_PYTHON, else the Python of the torch this build uses)");
   reduce->add_flag("--no-run", reduce_no_run, "write repro.py and repro.cpp without running them");
   bool reduce_no_cpp = false;
-  reduce->add_flag("--no-cpp-build", reduce_no_cpp, "do not build and run repro.cpp (g++ and libtorch-dev, about a minute)");
+  reduce->add_flag("--no-cpp-build", reduce_no_cpp,
+                   "do not build and run repro.cpp (g++ and libtorch-dev, about a minute)");
 
   std::string report_dir;
-  auto* report = app.add_subcommand("report", "write DIR/report.html (summary, plots, findings) and DIR/findings.jsonl");
+  auto* report =
+      app.add_subcommand("report", "write DIR/report.html (summary, plots, findings) and DIR/findings.jsonl");
   report->add_option("dir", report_dir, "campaign folder")->required()->check(CLI::ExistingDirectory);
 
   std::string worker_dir;
@@ -581,8 +665,9 @@ int main(int argc, char** argv) {
   // through /proc/self/exe, not its path: a rebuild that replaces build/tools/flowmut while a job
   // runs neither breaks their exec (a fuzz job's slices exited 127 during a relink) nor mixes two
   // builds in one job.
-  const std::string self_exe =
-      std::filesystem::exists("/proc/self/exe") ? "/proc/self/exe" : std::filesystem::read_symlink("/proc/self/exe").string();
+  const std::string self_exe = std::filesystem::exists("/proc/self/exe")
+                                   ? "/proc/self/exe"
+                                   : std::filesystem::read_symlink("/proc/self/exe").string();
   try {
     if (*profile) return run_profile(pa);
     if (*exp) return run_export(export_in, export_out, export_inputs);
@@ -595,7 +680,8 @@ int main(int argc, char** argv) {
     if (*repro) return run_repro_command(repro_dir, self_exe, repro_timeout, repro_rss_mb, repro_ops);
     if (*report) return run_report_command(report_dir);
     if (*reduce)
-      return run_reduce_command(reduce_dir, self_exe, reduce_timeout, reduce_rss_mb, reduce_python, !reduce_no_run, 0, !reduce_no_cpp);
+      return run_reduce_command(reduce_dir, self_exe, reduce_timeout, reduce_rss_mb, reduce_python, !reduce_no_run, 0,
+                                !reduce_no_cpp);
     if (*cmp) return run_compare_command(ca, self_exe);
     if (*legality) return run_legality_command(la);
     if (*merge) return run_merge_command(merge_dirs, merge_out);

@@ -4,13 +4,13 @@
 // No LibTorch here: the campaigns run in child processes.
 #include "commands.hpp"
 
-#include <tfg/campaign/fuzz.hpp>
-#include <tfg/campaign/layout.hpp>
-#include <tfg/campaign/report.hpp>
-#include <tfg/campaign/sarif.hpp>
-#include <tfg/campaign/spawn.hpp>
-#include <tfg/campaign/store.hpp>
-#include <tfg/util/atomic_file.hpp>
+#include "tfg/campaign/fuzz.hpp"
+#include "tfg/campaign/layout.hpp"
+#include "tfg/campaign/report.hpp"
+#include "tfg/campaign/sarif.hpp"
+#include "tfg/campaign/spawn.hpp"
+#include "tfg/campaign/store.hpp"
+#include "tfg/util/atomic_file.hpp"
 
 #include <unistd.h>
 
@@ -48,9 +48,9 @@ nlohmann::json fuzz_settings(const fuzz_args& a, const std::vector<fs::path>& se
   std::vector<std::string> s, ops;
   for (const auto& p : seeds) s.push_back(p.string());
   for (const auto& d : a.op_dirs) ops.push_back(fs::absolute(d).lexically_normal().string());
-  return {{"seeds", s},          {"shard", a.shard},     {"rounds", a.rounds},     {"campaigns_per_seed", a.per_seed},
-          {"seed", a.seed},      {"slice_s", a.slice_s}, {"configs", a.configs},   {"ops", ops},
-          {"policy", a.policy},  {"timeout_s", a.timeout_s}, {"reruns", a.reruns}, {"budget_s", a.time_s}};
+  return {{"seeds", s},         {"shard", a.shard},         {"rounds", a.rounds},   {"campaigns_per_seed", a.per_seed},
+          {"seed", a.seed},     {"slice_s", a.slice_s},     {"configs", a.configs}, {"ops", ops},
+          {"policy", a.policy}, {"timeout_s", a.timeout_s}, {"reruns", a.reruns},   {"budget_s", a.time_s}};
 }
 
 struct campaign_view {
@@ -134,13 +134,15 @@ void copy_finding(const fs::path& from, const fs::path& to) {
   fs::create_directories(to);
   for (const auto& e : fs::directory_iterator(from)) {
     if (e.path().filename() == "reduce") continue;
-    fs::copy(e.path(), to / e.path().filename(), fs::copy_options::recursive | fs::copy_options::overwrite_existing, ec);
+    fs::copy(e.path(), to / e.path().filename(), fs::copy_options::recursive | fs::copy_options::overwrite_existing,
+             ec);
   }
 }
 
 class fuzz_job {
  public:
-  fuzz_job(fuzz_args a, std::string self_exe) : a_(std::move(a)), self_(std::move(self_exe)), out_(a_.out), files_(out_) {}
+  fuzz_job(fuzz_args a, std::string self_exe)
+      : a_(std::move(a)), self_(std::move(self_exe)), out_(a_.out), files_(out_) {}
 
   int run() {
     setup();
@@ -149,7 +151,8 @@ class fuzz_job {
     std::signal(SIGHUP, &on_fuzz_signal);
     tty_ = ::isatty(2) && !a_.quiet && !std::getenv("NO_COLOR");
     t0_ = clock_type::now();
-    std::fprintf(stderr, "flowmut fuzz: %zu campaign(s) over %zu seed(s)%s, %s of %s left, %d job(s), slices of %s -> %s\n",
+    std::fprintf(stderr,
+                 "flowmut fuzz: %zu campaign(s) over %zu seed(s)%s, %s of %s left, %d job(s), slices of %s -> %s\n",
                  units_.size(), seed_count(), a_.shard == "0/1" ? "" : (" (shard " + a_.shard + ")").c_str(),
                  tc::format_duration(left()).c_str(), tc::format_duration(budget_).c_str(), a_.jobs,
                  tc::format_duration(slice_).c_str(), out_.c_str());
@@ -204,13 +207,16 @@ class fuzz_job {
     if (a_.resume) {
       state_ = read_json(state_file);
       if (!state_.is_object() || !state_.contains("settings"))
-        throw std::invalid_argument("--resume: " + state_file.string() + " is not a fuzzing job's state (nothing to resume)");
+        throw std::invalid_argument("--resume: " + state_file.string() +
+                                    " is not a fuzzing job's state (nothing to resume)");
       const auto& s = state_["settings"];
-      for (const char* flag : {"time", "shard", "rounds", "campaigns-per-seed", "seed", "slice", "config", "ops", "policy"})
+      for (const char* flag :
+           {"time", "shard", "rounds", "campaigns-per-seed", "seed", "slice", "config", "ops", "policy"})
         if (a_.given.count(flag))
-          throw std::invalid_argument(std::string("--") + flag +
-                                      ": a resumed fuzzing job keeps its settings (only --jobs, --quiet and --reduce-budget "
-                                      "may change; the time left is the budget's rest)");
+          throw std::invalid_argument(
+              std::string("--") + flag +
+              ": a resumed fuzzing job keeps its settings (only --jobs, --quiet and --reduce-budget "
+              "may change; the time left is the budget's rest)");
       a_.time_s = s.at("budget_s").get<double>();
       a_.shard = s.at("shard").get<std::string>();
       a_.rounds = s.at("rounds").get<std::size_t>();
@@ -228,7 +234,8 @@ class fuzz_job {
       for (const auto& u : units_) rebuild_unit(u);
     } else {
       if (fs::exists(state_file) && !a_.force)
-        throw std::invalid_argument(out_.string() + " holds a fuzzing job: --resume to continue it, --force to start over");
+        throw std::invalid_argument(out_.string() +
+                                    " holds a fuzzing job: --resume to continue it, --force to start over");
       if (a_.force) {
         std::error_code ec;
         for (const auto& sub : files_.folders()) fs::remove_all(sub, ec);
@@ -246,9 +253,10 @@ class fuzz_job {
                      a_.shard.c_str(), seeds.size(), a_.per_seed, shard->count);
     }
     budget_ = a_.time_s;
-    slice_ = a_.slice_s > 0 ? a_.slice_s
-                            : std::clamp(budget_ * a_.jobs / (3.0 * static_cast<double>(std::max<std::size_t>(1, units_.size()))),
-                                         30.0, 300.0);
+    slice_ = a_.slice_s > 0
+                 ? a_.slice_s
+                 : std::clamp(budget_ * a_.jobs / (3.0 * static_cast<double>(std::max<std::size_t>(1, units_.size()))),
+                              30.0, 300.0);
     running_.assign(units_.size(), false);
     save_state();
   }
@@ -292,8 +300,9 @@ class fuzz_job {
       running_[*pick] = true;
       jobs_.push_back(j);
       if (!tty_ && !a_.quiet)
-        std::fprintf(stderr, "[%s] slice %lld: %s from round %zu, %s\n", tc::format_duration(used_ + seconds_since(t0_)).c_str(),
-                     static_cast<long long>(u.last_pick), u.name.c_str(), j.round_before, tc::format_duration(j.slice_s).c_str());
+        std::fprintf(stderr, "[%s] slice %lld: %s from round %zu, %s\n",
+                     tc::format_duration(used_ + seconds_since(t0_)).c_str(), static_cast<long long>(u.last_pick),
+                     u.name.c_str(), j.round_before, tc::format_duration(j.slice_s).c_str());
     }
   }
 
@@ -332,7 +341,8 @@ class fuzz_job {
     // A campaign process killed by a signal (the kernel's OOM killer, say) resumes from its
     // checkpoint once; a second kill, or an error exit, ends the campaign.
     const bool retry = code < 0 && ++u.kills < 2;
-    if (retry && !a_.quiet) std::fprintf(stderr, "fuzz: the process of %s was killed; it resumes at its next slice\n", u.name.c_str());
+    if (retry && !a_.quiet)
+      std::fprintf(stderr, "fuzz: the process of %s was killed; it resumes at its next slice\n", u.name.c_str());
     if (code != 0 && code != 130 && !retry) {
       u.done = true;
       u.error = code < 0 ? "the campaign process was killed" : "the campaign exited " + std::to_string(code);
@@ -403,7 +413,8 @@ class fuzz_job {
   }
 
   void reduce_findings() {
-    const auto deadline = clock_type::now() + std::chrono::milliseconds(static_cast<long long>(a_.reduce_budget_s * 1000));
+    const auto deadline =
+        clock_type::now() + std::chrono::milliseconds(static_cast<long long>(a_.reduce_budget_s * 1000));
     std::printf("\nreducing one reproduced variant of each defect (budget %.0f s):\n", a_.reduce_budget_s);
     for (const auto& d : index_.defects()) {
       const auto it = std::find_if(d.variants.begin(), d.variants.end(),
@@ -416,7 +427,8 @@ class fuzz_job {
         break;
       }
       std::fflush(stdout);
-      (void)run_reduce_command((out_ / f->row.dir).string(), self_, a_.timeout_s, 8192, default_python(), true, l, false);
+      (void)run_reduce_command((out_ / f->row.dir).string(), self_, a_.timeout_s, 8192, default_python(), true, l,
+                               false);
     }
   }
 
@@ -425,9 +437,10 @@ class fuzz_job {
     for (const auto& u : units_) done += u.done, rounds += u.round;
     for (const auto& j : jobs_) rounds += std::max(j.view.round, units_[j.unit].round) - units_[j.unit].round;
     char b[256];
-    std::snprintf(b, sizeof b, "fuzz %s left of %s  jobs %zu/%d  campaigns %zu (%zu done)  slices %lld  rounds %zu  findings: ",
-                  tc::format_duration(std::max(0.0, left())).c_str(), tc::format_duration(budget_).c_str(), jobs_.size(), a_.jobs,
-                  units_.size(), done, static_cast<long long>(picks_), rounds);
+    std::snprintf(b, sizeof b,
+                  "fuzz %s left of %s  jobs %zu/%d  campaigns %zu (%zu done)  slices %lld  rounds %zu  findings: ",
+                  tc::format_duration(std::max(0.0, left())).c_str(), tc::format_duration(budget_).c_str(),
+                  jobs_.size(), a_.jobs, units_.size(), done, static_cast<long long>(picks_), rounds);
     return b + tc::describe(index_.counts()) + ", " + std::to_string(index_.witnesses()) + " witnesses";
   }
 
@@ -439,9 +452,10 @@ class fuzz_job {
       const auto& u = units_[j.unit];
       const auto& v = j.view;
       char b[256];
-      std::snprintf(b, sizeof b, "  [%zu] %-28s round %5zu  findings %3zu  slice %s of %s%s", i + 1, u.name.substr(0, 28).c_str(),
-                    v.round, v.findings, tc::format_duration(seconds_since(j.started)).c_str(),
-                    tc::format_duration(j.slice_s).c_str(), j.signalled ? "  stopping" : "");
+      std::snprintf(b, sizeof b, "  [%zu] %-28s round %5zu  findings %3zu  slice %s of %s%s", i + 1,
+                    u.name.substr(0, 28).c_str(), v.round, v.findings,
+                    tc::format_duration(seconds_since(j.started)).c_str(), tc::format_duration(j.slice_s).c_str(),
+                    j.signalled ? "  stopping" : "");
       s << b << "\n";
     }
     clear_drawn();
@@ -473,9 +487,10 @@ class fuzz_job {
       if (!d.reproduced) continue;
       std::size_t n = 0;
       for (const auto* f : d.variants) n += !tc::indexed_finding::is_flaky(f);
-      std::printf("  defect %s: %s at %s, %s vs %s (%zu variant%s)\n", d.id.c_str(), d.variants.front()->row.kind.c_str(),
-                  d.variants.front()->row.culprit_op.c_str(), d.variants.front()->row.config_a.c_str(),
-                  d.variants.front()->row.config_b.c_str(), n, n == 1 ? "" : "s");
+      std::printf("  defect %s: %s at %s, %s vs %s (%zu variant%s)\n", d.id.c_str(),
+                  d.variants.front()->row.kind.c_str(), d.variants.front()->row.culprit_op.c_str(),
+                  d.variants.front()->row.config_a.c_str(), d.variants.front()->row.config_b.c_str(), n,
+                  n == 1 ? "" : "s");
       for (const auto* f : d.variants)
         if (!tc::indexed_finding::is_flaky(f)) print_finding(f, "    ");
     }
@@ -538,7 +553,8 @@ int run_merge_command(const std::vector<std::string>& dirs, const std::string& o
       idx.add_index(part);
       for (const auto& u : state.value("units", nlohmann::json::array()).get<std::vector<tc::fuzz_unit>>()) {
         auto it = units.find(u.name);
-        if (it == units.end() || u.round > it->second.round || (u.round == it->second.round && u.slices > it->second.slices))
+        if (it == units.end() || u.round > it->second.round ||
+            (u.round == it->second.round && u.slices > it->second.slices))
           units[u.name] = u;
       }
     }
@@ -553,11 +569,13 @@ int run_merge_command(const std::vector<std::string>& dirs, const std::string& o
     }
     const auto known = known_issues();
     write_file_atomic(tc::fuzz_layout(o).findings_jsonl(), idx.to_jsonl(known));
-    write_file_atomic(tc::fuzz_layout(o).state(), nlohmann::json({{"version", 1}, {"merged", true}, {"units", merged}}).dump(1) + "\n");
+    write_file_atomic(tc::fuzz_layout(o).state(),
+                      nlohmann::json({{"version", 1}, {"merged", true}, {"units", merged}}).dump(1) + "\n");
     tc::write_fuzz_report(o, idx, merged, "merge", known);
-    std::printf("merged %zu folder(s): %zu campaigns, %zu distinct findings (%s), %zu witnesses\nreport: %s\nfindings: %s\n",
-                dirs.size(), merged.size(), idx.size(), tc::describe(idx.counts()).c_str(), idx.witnesses(), tc::fuzz_layout(o).report().c_str(),
-                tc::fuzz_layout(o).findings_jsonl().c_str());
+    std::printf(
+        "merged %zu folder(s): %zu campaigns, %zu distinct findings (%s), %zu witnesses\nreport: %s\nfindings: %s\n",
+        dirs.size(), merged.size(), idx.size(), tc::describe(idx.counts()).c_str(), idx.witnesses(),
+        tc::fuzz_layout(o).report().c_str(), tc::fuzz_layout(o).findings_jsonl().c_str());
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "flowmut merge: " << e.what() << "\n";

@@ -1,18 +1,18 @@
 // flowmut legality: how well the constraint system separates legal from illegal candidates
 // (the paper's Table 6), measured on real seeds. See docs/legality.md.
-#include <tfg/campaign/spawn.hpp>
-#include <tfg/campaign/fuzz.hpp>
-#include <tfg/campaign/generator.hpp>
-#include <tfg/dsl/source.hpp>
-#include <tfg/match/legality.hpp>
-#include <tfg/match/pool.hpp>
-#include <tfg/match/pool_info.hpp>
-#include <tfg/torch/backend.hpp>
-#include <tfg/torch/infer.hpp>
-#include <tfg/torch/ops_check.hpp>
-#include <tfg/torch/worker.hpp>
-#include <tfg/util/json_escape.hpp>
-#include <tfg/util/text_file.hpp>
+#include "tfg/campaign/spawn.hpp"
+#include "tfg/campaign/fuzz.hpp"
+#include "tfg/campaign/generator.hpp"
+#include "tfg/dsl/source.hpp"
+#include "tfg/match/legality.hpp"
+#include "tfg/match/pool.hpp"
+#include "tfg/match/pool_info.hpp"
+#include "tfg/torch/backend.hpp"
+#include "tfg/torch/infer.hpp"
+#include "tfg/torch/ops_check.hpp"
+#include "tfg/torch/worker.hpp"
+#include "tfg/util/json_escape.hpp"
+#include "tfg/util/text_file.hpp"
 
 #include "commands.hpp"
 
@@ -130,8 +130,9 @@ std::string effect_failure(const seed_state& s, const tfg::torch::mutant& mu, co
       const double e = iv::excess(mu.probe.outputs[i], s.prof.outputs[i], atol, rtol);
       if (e > 0) {
         char buf[200];
-        std::snprintf(buf, sizeof buf, "claims to preserve values but profiling input %zu differs by %.3g beyond atol=%g rtol=%g",
-                      i + 1, e, atol, rtol);
+        std::snprintf(buf, sizeof buf,
+                      "claims to preserve values but profiling input %zu differs by %.3g beyond atol=%g rtol=%g", i + 1,
+                      e, atol, rtol);
         native_excess = buf;
       }
     }
@@ -141,8 +142,8 @@ std::string effect_failure(const seed_state& s, const tfg::torch::mutant& mu, co
     const auto mine = tfg::torch::run_config("float64_reference", mu.graph_model, s.inputs);
     const auto theirs = tfg::torch::run_config("float64_reference", s.m, s.inputs);
     if (!mine.ok() || !theirs.ok())
-      return "I effect " + native_excess + " (and the float64 reference cannot decide: " +
-             first_line(mine.ok() ? theirs.error : mine.error) + ")";
+      return "I effect " + native_excess +
+             " (and the float64 reference cannot decide: " + first_line(mine.ok() ? theirs.error : mine.error) + ")";
     const auto w64 = tfg::torch::float64_excess(mine, theirs, op.atol.value_or(0.0), op.rtol.value_or(0.0));
     if (w64.worst.first > 0) {
       char buf[160];
@@ -184,7 +185,8 @@ std::string label_candidate(const seed_state& s, const tm::compiled_operator& op
       return "B internal cannot be instantiated\nI instantiate " + one_line(f->message);
     auto& mu = std::get<tfg::torch::mutant>(made);
     const auto f = tfg::torch::static_check(mu, *s.adapter, op, b, symbols, req, ws);
-    before = "B " + (f ? std::string(tm::name(f->stage)) + " " + first_line(f->message) : std::string("accepted")) + "\n";
+    before =
+        "B " + (f ? std::string(tm::name(f->stage)) + " " + first_line(f->message) : std::string("accepted")) + "\n";
     return before + label_after(s, mu, op, b, symbols, req, ws);
   } catch (const std::exception& e) {
     return before + "I exception " + first_line(e.what());
@@ -258,11 +260,12 @@ int run_legality_command(const legality_args& a) {
   const auto drawn = tm::stratified_sample(std::span<const std::uint64_t>(sizes), a.sample, rng);
   std::size_t strata = 0;
   for (auto n : sizes) strata += n > 0;
-  std::printf("flowmut legality: %zu seeds, %zu operators (%zu with pre-filter candidates; %zu skipped: their device is "
-              "absent); %llu pairs, %llu pre-filter candidates; %zu drawn (stratified by operator, seed %llu) in %.1f s\n",
-              seeds.size(), ops.size(), strata, unavailable, static_cast<unsigned long long>(pairs),
-              static_cast<unsigned long long>(prefilter_total), drawn.size(), static_cast<unsigned long long>(a.seed),
-              std::chrono::duration<double>(clock_type::now() - t0).count());
+  std::printf(
+      "flowmut legality: %zu seeds, %zu operators (%zu with pre-filter candidates; %zu skipped: their device is "
+      "absent); %llu pairs, %llu pre-filter candidates; %zu drawn (stratified by operator, seed %llu) in %.1f s\n",
+      seeds.size(), ops.size(), strata, unavailable, static_cast<unsigned long long>(pairs),
+      static_cast<unsigned long long>(prefilter_total), drawn.size(), static_cast<unsigned long long>(a.seed),
+      std::chrono::duration<double>(clock_type::now() - t0).count());
   std::fflush(stdout);
 
   // Bindings and group verdicts of each drawn candidate, decided before any execution.
@@ -337,7 +340,8 @@ int run_legality_command(const legality_args& a) {
       const auto& x = samples[next];
       const auto& s = *seeds[x.seed];
       *context = {&s.m, &s.prof};
-      auto proc = tfg::campaign::fork_call([&] { return label_candidate(s, ops[x.op], x.b, symbols, pool.requirements); });
+      auto proc =
+          tfg::campaign::fork_call([&] { return label_candidate(s, ops[x.op], x.b, symbols, pool.requirements); });
       running.push_back({proc, next++, clock_type::now(), {}});
     }
     std::vector<pollfd> pf;
@@ -373,7 +377,8 @@ int run_legality_command(const legality_args& a) {
     if (x.lab.kind != label_kind::legal) {
       std::string k = x.lab.stage;
       if (k == "output" && x.lab.message.find("does not run") != std::string::npos) k = "does not run";
-      else if (k == "output" && x.lab.message.find("rejects its new input") != std::string::npos) k = "R(v) of a reader";
+      else if (k == "output" && x.lab.message.find("rejects its new input") != std::string::npos)
+        k = "R(v) of a reader";
       else if (k == "output" || k == "internal") k = "deferred constraint";
       else if (k == "effect") k = x.lab.message.rfind("no effect", 0) == 0 ? "no effect" : "values not preserved";
       ++why[k];
@@ -388,13 +393,15 @@ int run_legality_command(const legality_args& a) {
   }
   std::size_t legal64 = 0;
   for (const auto& x : samples) legal64 += x.lab.kind == label_kind::legal && x.lab.stage == "float64";
-  std::printf("\n%zu candidates labelled in the reference (op by op, CPU): %zu legal (%zu of them value-preserving "
-              "within the tolerance only in the float64 reference), %zu illegal (%s; %zu crashed, %zu timed out) in %.1f s\n\n",
-              samples.size(), legal, legal64, samples.size() - legal, reasons.c_str(), crashed, timed_out,
-              std::chrono::duration<double>(clock_type::now() - t0).count());
-  std::printf("Decided before execution (counted in the groups below): %zu cannot be instantiated (internal), %zu "
-              "refuted by shapes and dtypes inferred on meta tensors (internal or output)\n\n",
-              not_instantiated, inferred);
+  std::printf(
+      "\n%zu candidates labelled in the reference (op by op, CPU): %zu legal (%zu of them value-preserving "
+      "within the tolerance only in the float64 reference), %zu illegal (%s; %zu crashed, %zu timed out) in %.1f s\n\n",
+      samples.size(), legal, legal64, samples.size() - legal, reasons.c_str(), crashed, timed_out,
+      std::chrono::duration<double>(clock_type::now() - t0).count());
+  std::printf(
+      "Decided before execution (counted in the groups below): %zu cannot be instantiated (internal), %zu "
+      "refuted by shapes and dtypes inferred on meta tensors (internal or output)\n\n",
+      not_instantiated, inferred);
   std::printf("%-18s %9s %9s %6s %6s %6s %6s %9s %9s %9s %9s\n", "constraints", "retention", "LMR", "TP", "FN", "FP",
               "TN", "precision", "recall", "false-rej", "leakage");
   std::array<tm::confusion, tm::ablations.size()> table{};
@@ -409,8 +416,9 @@ int run_legality_command(const legality_args& a) {
                 static_cast<unsigned long long>(c.tn), pct(c.precision()).c_str(), pct(c.recall()).c_str(),
                 pct(c.false_rejection()).c_str(), pct(c.leakage()).c_str());
   }
-  std::printf("(positive = rejected; TP rejected illegal, FN retained illegal, FP rejected legal, TN retained legal; "
-              "leakage = FN / retained)\n");
+  std::printf(
+      "(positive = rejected; TP rejected illegal, FN retained illegal, FP rejected legal, TN retained legal; "
+      "leakage = FN / retained)\n");
   {
     // The same candidates seen as a typed pattern would draw them: only those whose anchor
     // has the rank, dtype and aliasing the operator's anchor-only input conditions ask for
@@ -424,11 +432,12 @@ int run_legality_command(const legality_args& a) {
         typed_legal += x.lab.kind == label_kind::legal;
         typed.add(tm::retains(tm::ablations[0], x.v), x.lab.kind == label_kind::legal);
       }
-    std::printf("Anchor-typed view: %zu of %zu candidates have an anchor of the rank, dtype and aliasing their "
-                "operator's input conditions on the anchor ask for; %zu of them legal (%s); full constraints retain %s "
-                "of them at LMR %s\n",
-                n, samples.size(), typed_legal, pct(n ? double(typed_legal) / double(n) : 0.0).c_str(),
-                pct(typed.retention()).c_str(), pct(typed.legal_rate()).c_str());
+    std::printf(
+        "Anchor-typed view: %zu of %zu candidates have an anchor of the rank, dtype and aliasing their "
+        "operator's input conditions on the anchor ask for; %zu of them legal (%s); full constraints retain %s "
+        "of them at LMR %s\n",
+        n, samples.size(), typed_legal, pct(n ? double(typed_legal) / double(n) : 0.0).c_str(),
+        pct(typed.retention()).c_str(), pct(typed.legal_rate()).c_str());
   }
 
   // What leaks and what is rejected wrongly under the full system, by operator: the list to
@@ -443,7 +452,8 @@ int run_legality_command(const legality_args& a) {
           example = leaks ? x.lab.stage + ": " + x.lab.message
                           : std::string("rejected by ") +
                                 (x.v.input_failed ? "input (" + input_failure(ops[x.op], *x.v.input_failed, true) + ")"
-                                            : !x.v.internal ? "internal" : "output") +
+                                 : !x.v.internal  ? "internal"
+                                                  : "output") +
                                 " on " + fs::path(seeds[x.seed]->path).filename().string();
       }
     }
@@ -452,7 +462,8 @@ int run_legality_command(const legality_args& a) {
   for (bool leaks : {true, false}) {
     const auto per = by_operator(leaks);
     if (per.empty()) continue;
-    std::printf("\n%s under full constraints, by operator:\n", leaks ? "Illegal candidates retained (FN)" : "Legal candidates rejected (FP)");
+    std::printf("\n%s under full constraints, by operator:\n",
+                leaks ? "Illegal candidates retained (FN)" : "Legal candidates rejected (FP)");
     for (const auto& [name, v] : per) {
       std::string ex = v.second;
       if (ex.size() > 150) ex = ex.substr(0, 147) + "...";
@@ -503,8 +514,7 @@ int run_legality_command(const legality_args& a) {
       tfg::json::write_string(out, x.v.input_failed ? input_failure(op, *x.v.input_failed, false) : "");
       out << ",\"anchor_typed\":" << x.typed << ",\"before_execution\":";
       tfg::json::write_string(out, x.before);
-      out
-          << ",\"legal\":" << (x.lab.kind == label_kind::legal) << ",\"why\":";
+      out << ",\"legal\":" << (x.lab.kind == label_kind::legal) << ",\"why\":";
       tfg::json::write_string(out, x.lab.stage.empty() ? "" : x.lab.stage + ": " + x.lab.message);
       out << ",\"seconds\":" << x.seconds << "}";
     }

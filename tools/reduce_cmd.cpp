@@ -2,15 +2,15 @@
 // reproducer (repro.py), run it in a clean process and write the issue draft (issue.md).
 #include "commands.hpp"
 
-#include <tfg/campaign/layout.hpp>
-#include <tfg/campaign/report.hpp>
-#include <tfg/match/pool.hpp>
-#include <tfg/oracle/nan_propagation.hpp>
-#include <tfg/torch/backend.hpp>
-#include <tfg/torch/reduce.hpp>
-#include <tfg/torch/repro.hpp>
-#include <tfg/util/atomic_file.hpp>
-#include <tfg/util/text_file.hpp>
+#include "tfg/campaign/layout.hpp"
+#include "tfg/campaign/report.hpp"
+#include "tfg/match/pool.hpp"
+#include "tfg/oracle/nan_propagation.hpp"
+#include "tfg/torch/backend.hpp"
+#include "tfg/torch/reduce.hpp"
+#include "tfg/torch/repro.hpp"
+#include "tfg/util/atomic_file.hpp"
+#include "tfg/util/text_file.hpp"
 
 #include <ATen/Version.h>
 
@@ -50,12 +50,19 @@ std::string run_reproducer(const fs::path& dir, const std::string& command, cons
 /// Inductor off (or, for emulate_precision_casts, makes it round as eager does). Learnt from
 /// torch's compiler bisector (its ConfigChange entries) and Inductor's config fuzzer.
 const std::vector<std::pair<std::string, nlohmann::json>>& triage_flags() {
-  static const std::vector<std::pair<std::string, nlohmann::json>> flags = {
-      {"emulate_precision_casts", true},      {"layout_optimization", false},  {"comprehensive_padding", false},
-      {"pattern_matcher", false},             {"epilogue_fusion", false},      {"split_reductions", false},
-      {"reorder_for_locality", false},        {"max_fusion_size", 1},          {"joint_graph_constant_folding", false},
-      {"loop_ordering_after_fusion", false},  {"cpp.simdlen", 1},              {"cpp.enable_tiling_heuristics", false},
-      {"cpp.enable_loop_tail_vec", false}};
+  static const std::vector<std::pair<std::string, nlohmann::json>> flags = {{"emulate_precision_casts", true},
+                                                                            {"layout_optimization", false},
+                                                                            {"comprehensive_padding", false},
+                                                                            {"pattern_matcher", false},
+                                                                            {"epilogue_fusion", false},
+                                                                            {"split_reductions", false},
+                                                                            {"reorder_for_locality", false},
+                                                                            {"max_fusion_size", 1},
+                                                                            {"joint_graph_constant_folding", false},
+                                                                            {"loop_ordering_after_fusion", false},
+                                                                            {"cpp.simdlen", 1},
+                                                                            {"cpp.enable_tiling_heuristics", false},
+                                                                            {"cpp.enable_loop_tail_vec", false}};
   return flags;
 }
 
@@ -79,15 +86,22 @@ std::string describe_flags(const nlohmann::json& set) {
 /// them: its level 1 rewrite rules and level 2/3 fusions and layout transformers; a name this
 /// ONNX Runtime does not know is ignored by it, and so cannot flip anything).
 const std::vector<std::string>& ort_optimisers() {
-  static const std::vector<std::string> names = {
-      "ConstantFolding",    "CommonSubexpressionElimination", "ConstantSharing",      "ConvActivationFusion",
-      "ConvAddFusion",      "ConvBNFusion",                   "ConvMulFusion",        "ConvAddActivationFusion",
-      "GemmActivationFusion", "GemmTransposeFusion",          "MatMulAddFusion",      "MatmulTransposeFusion",
-      "MatMulScaleFusion",  "GeluFusion",                     "BiasGeluFusion",       "FastGeluFusion",
-      "LayerNormFusion",    "SimplifiedLayerNormFusion",      "SkipLayerNormFusion",  "AttentionFusion",
-      "BiasSoftmaxFusion",  "NchwcTransformer",               "NhwcTransformer",      "TransposeOptimizer",
-      "ReshapeFusion",      "DivMulFusion",                   "NoopElimination",      "CastElimination",
-      "EliminateIdentity",  "EliminateSlice",                 "FuseReluClip",         "ExpandElimination"};
+  static const std::vector<std::string> names = {"ConstantFolding",      "CommonSubexpressionElimination",
+                                                 "ConstantSharing",      "ConvActivationFusion",
+                                                 "ConvAddFusion",        "ConvBNFusion",
+                                                 "ConvMulFusion",        "ConvAddActivationFusion",
+                                                 "GemmActivationFusion", "GemmTransposeFusion",
+                                                 "MatMulAddFusion",      "MatmulTransposeFusion",
+                                                 "MatMulScaleFusion",    "GeluFusion",
+                                                 "BiasGeluFusion",       "FastGeluFusion",
+                                                 "LayerNormFusion",      "SimplifiedLayerNormFusion",
+                                                 "SkipLayerNormFusion",  "AttentionFusion",
+                                                 "BiasSoftmaxFusion",    "NchwcTransformer",
+                                                 "NhwcTransformer",      "TransposeOptimizer",
+                                                 "ReshapeFusion",        "DivMulFusion",
+                                                 "NoopElimination",      "CastElimination",
+                                                 "EliminateIdentity",    "EliminateSlice",
+                                                 "FuseReluClip",         "ExpandElimination"};
   return names;
 }
 
@@ -107,7 +121,8 @@ struct triage_runner {
   /// timeout) or the budget is spent.
   [[nodiscard]] std::optional<bool> reproduces(const std::string& env, const std::string& log) const {
     if (left_s() < 5) return std::nullopt;
-    const auto st = run_reproducer(dir, "env " + env + " '" + python + "' repro.py", log, std::min(left_s(), run_timeout_s));
+    const auto st =
+        run_reproducer(dir, "env " + env + " '" + python + "' repro.py", log, std::min(left_s(), run_timeout_s));
     if (st == "REPRODUCED") return true;
     if (st == "NOT REPRODUCED") return false;
     return std::nullopt;
@@ -131,7 +146,8 @@ nlohmann::json onnxruntime_triage(const fs::path& dir, const std::string& python
   std::printf("onnxruntime triage:");
   std::fflush(stdout);
   if (run.left_s() < 10) return out;
-  (void)run_reproducer(dir, "'" + python + "' repro.py --ort-triage '" + settings + "'", "triage_ort.log", run.left_s());
+  (void)run_reproducer(dir, "'" + python + "' repro.py --ort-triage '" + settings + "'", "triage_ort.log",
+                       run.left_s());
   std::map<std::string, bool> shown;
   {
     std::istringstream lines(read_text(dir / "triage_ort.log"));
@@ -164,7 +180,10 @@ nlohmann::json onnxruntime_triage(const fs::path& dir, const std::string& python
   if (!level.empty() && level != "disable") {
     for (const auto& name : ort_optimisers()) {
       const auto r = shows("all:" + name);
-      if (!r) { finished = false; break; }
+      if (!r) {
+        finished = false;
+        break;
+      }
       if (!*r) flipping.push_back(name);
     }
   }
@@ -179,10 +198,12 @@ nlohmann::json onnxruntime_triage(const fs::path& dir, const std::string& python
   else {
     summary = "First shown at graph optimisation level `" + level + "` (not at the level below). ";
     if (flipping.empty())
-      summary += "Disabling any one of the " + std::to_string(ort_optimisers().size()) + " optimisers tried does not make it go away";
+      summary += "Disabling any one of the " + std::to_string(ort_optimisers().size()) +
+                 " optimisers tried does not make it go away";
     else {
       std::string names;
-      for (const auto& f : flipping) names += (names.empty() ? "" : ", ") + std::string("`") + f.get<std::string>() + "`";
+      for (const auto& f : flipping)
+        names += (names.empty() ? "" : ", ") + std::string("`") + f.get<std::string>() + "`";
       summary += "Disabling " + names + " alone makes it go away (TFG_ORT_DISABLED=" + flipping[0].get<std::string>() +
                  " python3 repro.py)";
     }
@@ -205,8 +226,10 @@ nlohmann::json inductor_triage(const fs::path& dir, const std::string& python, c
   // 1. torch's bisector.
   if (left_s() > 10) {
     // Its status line is not repro.py's: the log is read below.
-    (void)run_reproducer(dir, "env " + env + "'" + python + "' -m torch._inductor.compiler_bisector run '" + python +
-                                  "' repro.py --bisect", "inductor_bisect.log", left_s());
+    (void)run_reproducer(
+        dir,
+        "env " + env + "'" + python + "' -m torch._inductor.compiler_bisector run '" + python + "' repro.py --bisect",
+        "inductor_bisect.log", left_s());
     std::string line;
     std::istringstream lines(read_text(dir / "inductor_bisect.log"));
     for (std::string l; std::getline(lines, l);)
@@ -243,7 +266,10 @@ nlohmann::json inductor_triage(const fs::path& dir, const std::string& python, c
   bool finished = true;
   for (const auto& [k, v] : flags) {
     const auto r = flips(nlohmann::json{{k, v}});
-    if (!r && left_s() < 5) { finished = false; break; }
+    if (!r && left_s() < 5) {
+      finished = false;
+      break;
+    }
     ++tried;
     if (r && *r) singles.push_back(nlohmann::json{{k, v}});
   }
@@ -261,7 +287,10 @@ nlohmann::json inductor_triage(const fs::path& dir, const std::string& python, c
         fewer.erase(k);
         const auto still = flips(fewer);
         ++tried;
-        if (!still) { finished = false; break; }
+        if (!still) {
+          finished = false;
+          break;
+        }
         if (*still) all = fewer;
       }
       smallest = all;
@@ -273,8 +302,10 @@ nlohmann::json inductor_triage(const fs::path& dir, const std::string& python, c
   out["flags_each_flipping"] = singles;
   out["flags_smallest"] = smallest;
   out["complete"] = finished;
-  std::printf(" flags: %s%s\n", smallest.is_null() ? "no set of the listed flags flips it" : ("flipped by " + describe_flags(smallest)).c_str(),
-              finished ? "" : " (budget spent before the search ended)");
+  std::printf(
+      " flags: %s%s\n",
+      smallest.is_null() ? "no set of the listed flags flips it" : ("flipped by " + describe_flags(smallest)).c_str(),
+      finished ? "" : " (budget spent before the search ended)");
   std::error_code ec;
   fs::remove_all(cache, ec);
   fs::remove(dir / "triage_flags.log", ec);
@@ -347,15 +378,21 @@ void write_issue(const fs::path& dir, const nlohmann::json& meta, const tfg::tor
        << "): the divergence needs something of flowmut's own (a tool defect or an injected fault), or the "
        << "reproducer misses a configuration detail. Check with `flowmut repro` before reporting it.\n\n";
   md << "## 🐛 Describe the bug\n\n";
-  md << "`" << op << "` gives " << (kind == "export_failure" ? "an export error" : kind == "exception" ? "an error" : kind == "nan_inf" ? "NaN/Inf" : kind == "crash" || kind == "abort" ? "a crash" : "different values")
+  md << "`" << op << "` gives "
+     << (kind == "export_failure"             ? "an export error"
+         : kind == "exception"                ? "an error"
+         : kind == "nan_inf"                  ? "NaN/Inf"
+         : kind == "crash" || kind == "abort" ? "a crash"
+                                              : "different values")
      << " under **" << b << "** where **" << a << "** (the reference) runs"
-     << (kind == "exception" || kind == "export_failure" || kind == "crash" || kind == "abort" ? "" : " with other values")
-     << ". Found by flowmut (data-flow mutation of a real model, finding `" << meta.value("id", "?") << "`): "
-     << meta.value("title", "") << ".";
+     << (kind == "exception" || kind == "export_failure" || kind == "crash" || kind == "abort" ? ""
+                                                                                               : " with other values")
+     << ". Found by flowmut (data-flow mutation of a real model, finding `" << meta.value("id", "?")
+     << "`): " << meta.value("title", "") << ".";
   if (r.reduced)
-    md << " The graph below is the finding's mutant reduced to the operator's window (" << r.reduced_nodes
-       << " of " << r.mutant_nodes << " operators, depth " << r.depth << "), its inputs recorded on the mutant ("
-       << r.inputs_kept << " of the campaign's " << r.inputs_total << " inputs).";
+    md << " The graph below is the finding's mutant reduced to the operator's window (" << r.reduced_nodes << " of "
+       << r.mutant_nodes << " operators, depth " << r.depth << "), its inputs recorded on the mutant (" << r.inputs_kept
+       << " of the campaign's " << r.inputs_total << " inputs).";
   md << "\n\nInput state at the operator: `" << loc.value("inputs", meta.value("inputs", std::string("?"))) << "`";
   if (loc.contains("input_states"))
     for (const auto& s : loc["input_states"]) md << "\n- `" << s.get<std::string>() << "`";
@@ -387,7 +424,8 @@ void write_issue(const fs::path& dir, const nlohmann::json& meta, const tfg::tor
     // runtime is ONNX Runtime's (its bug template asks for the model, the session options, the
     // execution provider and the versions).
     if (kind == "export_failure")
-      md << "\n### Component\n\nPyTorch's ONNX exporter (`torch.onnx.export(..., dynamo=True)`, module: onnx): it fails "
+      md << "\n### Component\n\nPyTorch's ONNX exporter (`torch.onnx.export(..., dynamo=True)`, module: onnx): it "
+            "fails "
          << "on a program that `torch.export` produced and eager runs. File at pytorch/pytorch with the `module: onnx` "
          << "label; repro.py exports `Repro` exactly as flowmut does.\n";
     else
@@ -401,26 +439,33 @@ void write_issue(const fs::path& dir, const nlohmann::json& meta, const tfg::tor
       md << "\n### Which ONNX Runtime optimisation\n\n" << t.value("summary", std::string()) << "\n";
     }
     const auto cfg = dir / "onnx_versions.txt";
-    const std::string cmd = "'" + default_python() + "' -c 'import torch, onnx, onnxruntime, onnxscript; print(\"torch\", torch.__version__); "
-                            "print(\"onnx\", onnx.__version__); print(\"onnxruntime\", onnxruntime.__version__, onnxruntime.get_device()); "
-                            "print(\"onnxscript\", onnxscript.__version__)' > '" + cfg.string() + "' 2>/dev/null";
-    if (std::system(cmd.c_str()) == 0) md << "\n### Versions of the Python packages\n\n```\n" << read_text(cfg) << "```\n";
+    const std::string cmd =
+        "'" + default_python() +
+        "' -c 'import torch, onnx, onnxruntime, onnxscript; print(\"torch\", torch.__version__); "
+        "print(\"onnx\", onnx.__version__); print(\"onnxruntime\", onnxruntime.__version__, onnxruntime.get_device()); "
+        "print(\"onnxscript\", onnxscript.__version__)' > '" +
+        cfg.string() + "' 2>/dev/null";
+    if (std::system(cmd.c_str()) == 0)
+      md << "\n### Versions of the Python packages\n\n```\n" << read_text(cfg) << "```\n";
   } else if (tfg::torch::is_compiled_config(b)) {
     // PyTorch's torch.compile bug template (pt2-bug-report): the backend that breaks, the
     // backend ladder, and the versions from torch.__config__.show() of the Python that ran repro.py.
     const auto backend = tfg::campaign::backend_of(meta.value("message", std::string()));
-    md << "\n### Backend\n\n" << (backend.empty() ? std::string("not attributed") : backend)
-       << "\n\nLadder (PyTorch's triage): eager (`" << a << "`) is the reference; `aot_eager` is Dynamo + AOTAutograd "
+    md << "\n### Backend\n\n"
+       << (backend.empty() ? std::string("not attributed") : backend) << "\n\nLadder (PyTorch's triage): eager (`" << a
+       << "`) is the reference; `aot_eager` is Dynamo + AOTAutograd "
        << "without Inductor; `" << b << "` diverges. repro.py sets `torch._inductor.config.fallback_random = True` and "
        << "compiles `Repro` with the options of `" << b << "`.\n";
     if (meta.contains("reduction") && meta["reduction"].contains("inductor")) {
       const auto& t = meta["reduction"]["inductor"];
       md << "\n### Which part of Inductor\n\n";
       if (t.contains("bisect"))
-        md << "torch's compiler bisector (`python -m torch._inductor.compiler_bisector run python repro.py --bisect`): `"
+        md << "torch's compiler bisector (`python -m torch._inductor.compiler_bisector run python repro.py --bisect`): "
+              "`"
            << t["bisect"].value("result", std::string()) << "`\n\n";
       if (t.contains("flags_smallest") && !t["flags_smallest"].is_null()) {
-        md << "Inductor config flags that make it go away (smallest set found): `" << describe_flags(t["flags_smallest"]) << "`";
+        md << "Inductor config flags that make it go away (smallest set found): `"
+           << describe_flags(t["flags_smallest"]) << "`";
         if (t["flags_each_flipping"].size() > 1) {
           std::string each;
           for (const auto& f : t["flags_each_flipping"]) each += (each.empty() ? "" : "; ") + describe_flags(f);
@@ -433,7 +478,8 @@ void write_issue(const fs::path& dir, const nlohmann::json& meta, const tfg::tor
          << " To try a set: `TFG_INDUCTOR_FLAGS='{\"epilogue_fusion\": false}' python3 repro.py`.\n";
     }
     const auto cfg = dir / "torch_config.txt";
-    const std::string cmd = "'" + default_python() + "' -c 'import torch; print(torch.__version__); print(torch.__config__.show())' > '" +
+    const std::string cmd = "'" + default_python() +
+                            "' -c 'import torch; print(torch.__version__); print(torch.__config__.show())' > '" +
                             cfg.string() + "' 2>/dev/null";
     if (std::system(cmd.c_str()) == 0) md << "\n### torch.__config__.show()\n\n```\n" << read_text(cfg) << "```\n";
   }
@@ -455,9 +501,9 @@ int run_reduce_command(const std::string& dir_s, const std::string& self_exe, in
                        const std::string& python, bool run_repro, double budget_s, bool build_cpp) {
   const fs::path dir(dir_s);
   // One deadline for the reduction and the Inductor triage after it.
-  const auto deadline =
-      budget_s > 0 ? std::optional(std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<long long>(budget_s * 1000)))
-                   : std::nullopt;
+  const auto deadline = budget_s > 0 ? std::optional(std::chrono::steady_clock::now() +
+                                                     std::chrono::milliseconds(static_cast<long long>(budget_s * 1000)))
+                                     : std::nullopt;
   const auto folder = tfg::campaign::finding_layout::of<tfg::torch::backend>(dir);
   std::ifstream in(folder.meta());
   auto meta = nlohmann::json::parse(in, nullptr, false);
@@ -468,9 +514,11 @@ int run_reduce_command(const std::string& dir_s, const std::string& self_exe, in
   }
   std::printf("finding %s: %s\n", meta.value("id", "?").c_str(), meta.value("title", "?").c_str());
   const auto r = tfg::torch::reduce_finding(
-      dir, self_exe, std::chrono::seconds(timeout_s), rss_limit_mb << 20, {}, [](const tfg::torch::reduce_step& s) {
-        std::printf("  depth %3zu: %4zu operator%s: %s%s%s\n", s.depth, s.nodes, s.nodes == 1 ? "" : "s", s.reproduced ? "reproduces" : "does not reproduce",
-                    s.note.empty() ? "" : " - ", s.note.substr(0, 200).c_str());
+      dir, self_exe, std::chrono::seconds(timeout_s), rss_limit_mb << 20, {},
+      [](const tfg::torch::reduce_step& s) {
+        std::printf("  depth %3zu: %4zu operator%s: %s%s%s\n", s.depth, s.nodes, s.nodes == 1 ? "" : "s",
+                    s.reproduced ? "reproduces" : "does not reproduce", s.note.empty() ? "" : " - ",
+                    s.note.substr(0, 200).c_str());
         std::fflush(stdout);
       },
       deadline);
@@ -479,13 +527,16 @@ int run_reduce_command(const std::string& dir_s, const std::string& self_exe, in
     return 2;
   }
   if (r.reduced)
-    std::printf("reduced: %zu of %zu operators (depth %zu), %zu of %zu inputs, in %s\n", r.reduced_nodes, r.mutant_nodes,
-                r.depth, r.inputs_kept, r.inputs_total, folder.reduced_dir().c_str());
+    std::printf("reduced: %zu of %zu operators (depth %zu), %zu of %zu inputs, in %s\n", r.reduced_nodes,
+                r.mutant_nodes, r.depth, r.inputs_kept, r.inputs_total, folder.reduced_dir().c_str());
   else if (r.budget_spent)
-    std::printf("not reduced: the budget was spent before a window reproduced (run `flowmut reduce %s` to go on); "
-                "the reproducer uses the whole mutant\n", dir_s.c_str());
+    std::printf(
+        "not reduced: the budget was spent before a window reproduced (run `flowmut reduce %s` to go on); "
+        "the reproducer uses the whole mutant\n",
+        dir_s.c_str());
   else
-    std::printf("not reduced: no window of the operator reproduces the finding; the reproducer uses the whole mutant\n");
+    std::printf(
+        "not reduced: no window of the operator reproduces the finding; the reproducer uses the whole mutant\n");
   // The reproducer: from the reduced graph, else from the mutant itself.
   std::string status = "NOT WRITTEN", note, cpp_status = "NOT WRITTEN", cpp_note;
   try {
@@ -503,10 +554,12 @@ int run_reduce_command(const std::string& dir_s, const std::string& self_exe, in
     spec.versions = machine_versions();
     tfg::torch::write_python_repro(m, inputs, spec, dir);
     // torch.compile and its relatives run from Python only: no LibTorch reproducer for them.
-    const bool compiled = tfg::torch::is_compiled_config(spec.config_b) || tfg::torch::is_compiled_config(spec.config_a);
+    const bool compiled =
+        tfg::torch::is_compiled_config(spec.config_b) || tfg::torch::is_compiled_config(spec.config_a);
     if (!compiled) tfg::torch::write_cpp_repro(m, spec, dir);
-    status = run_repro ? run_reproducer(dir, "'" + python + "' " + std::string(folder.repro_py_name()), std::string(folder.repro_log_name()),
-                                           std::max(timeout_s * 4, 120)) : "NOT RUN";
+    status = run_repro ? run_reproducer(dir, "'" + python + "' " + std::string(folder.repro_py_name()),
+                                        std::string(folder.repro_log_name()), std::max(timeout_s * 4, 120))
+                       : "NOT RUN";
     if (compiled) {
       cpp_status = "NOT APPLICABLE";
       cpp_note = spec.config_b + (tfg::torch::is_onnx_config(spec.config_b)
@@ -529,10 +582,17 @@ int run_reduce_command(const std::string& dir_s, const std::string& self_exe, in
     triage = inductor_triage(dir, python, config_b, std::max(timeout_s * 4, 120),
                              deadline.value_or(std::chrono::steady_clock::now() + std::chrono::minutes(15)));
   }
-  meta["reduction"] = {{"reduced", r.reduced},       {"mutant_nodes", r.mutant_nodes}, {"reduced_nodes", r.reduced_nodes},
-                       {"depth", r.depth},           {"tries", r.steps.size()},        {"repro_py", status},
-                       {"repro_note", note},         {"repro_cpp", cpp_status},        {"repro_cpp_note", cpp_note},
-                       {"inputs_total", r.inputs_total}, {"inputs_kept", r.inputs_kept}};
+  meta["reduction"] = {{"reduced", r.reduced},
+                       {"mutant_nodes", r.mutant_nodes},
+                       {"reduced_nodes", r.reduced_nodes},
+                       {"depth", r.depth},
+                       {"tries", r.steps.size()},
+                       {"repro_py", status},
+                       {"repro_note", note},
+                       {"repro_cpp", cpp_status},
+                       {"repro_cpp_note", cpp_note},
+                       {"inputs_total", r.inputs_total},
+                       {"inputs_kept", r.inputs_kept}};
   if (!triage.is_null()) meta["reduction"]["inductor"] = triage;
   if (status == "REPRODUCED" && config_b == "onnxruntime" &&
       (kind == "numeric" || kind == "nan_inf" || kind == "exception" || kind == "state"))
@@ -555,8 +615,8 @@ int run_report_command(const std::string& dir) {
   try {
     const auto r = tfg::campaign::write_report(dir, known_issues());
     // Flaky ones (no rerun showed them again) are listed in the report, not counted as findings.
-    std::printf("report: %s (%zu rounds, %zu findings%s, %zu plots)\nfindings: %s\nsarif: %s\n", fs::absolute(r.html).c_str(),
-                r.rounds, r.findings - r.flaky,
+    std::printf("report: %s (%zu rounds, %zu findings%s, %zu plots)\nfindings: %s\nsarif: %s\n",
+                fs::absolute(r.html).c_str(), r.rounds, r.findings - r.flaky,
                 r.flaky ? (" and " + std::to_string(r.flaky) + " flaky").c_str() : "", r.plots,
                 fs::absolute(r.jsonl).c_str(), fs::absolute(r.sarif).c_str());
     return 0;

@@ -18,6 +18,7 @@ packages=(
   libboost-dev doctest-dev libbenchmark-dev
   nlohmann-json3-dev libfmt-dev libcli11-dev libsqlite3-dev libxxhash-dev
   clang                                     # the libFuzzer harness over the DSL front end (tests/fuzz)
+  clang-format                              # the house style (.clang-format; make check-format)
   tmux                                      # the fuzz test reads flowmut fuzz's status screen in a terminal
 )
 missing=()

@@ -21,7 +21,7 @@ int main() {
     std::cerr << "rewrite rejected\n";
     return 1;
   }
-  tfg::graph::write_dot(std::cout, g, [&](tfg::graph::node_id n) { return g.data(n); },
-                        [&](tfg::graph::edge_id e) { return g.data(e); });
+  tfg::graph::write_dot(
+      std::cout, g, [&](tfg::graph::node_id n) { return g.data(n); }, [&](tfg::graph::edge_id e) { return g.data(e); });
   return g.check().empty() ? 0 : 1;
 }

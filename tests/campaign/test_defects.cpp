@@ -47,7 +47,8 @@ tc::witness seen_by(const std::string& unit, const std::string& status) {
   return w;
 }
 
-TEST_CASE("defects: two variants of one mechanism (F1's relu NaN on two input states) make one defect with two variants") {
+TEST_CASE(
+    "defects: two variants of one mechanism (F1's relu NaN on two input states) make one defect with two variants") {
   using K = to::finding_kind;
   tc::findings_index idx;
   // oneDNN's relu NaN as the 1-hour fuzz of issue 43 saw it: one mechanism, input states apart.

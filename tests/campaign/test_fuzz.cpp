@@ -24,7 +24,8 @@ TEST_CASE("fuzz: durations as users write them, and what is not one") {
   CHECK(*tc::parse_duration("1h30m") == 5400);
   CHECK(*tc::parse_duration("1.5h") == 5400);
   CHECK(*tc::parse_duration("1d") == 86400);
-  for (const char* bad : {"", "m", "10x", "1h30", "-5m", "0s", "1e3", "10 m", "h1"}) CHECK_FALSE(tc::parse_duration(bad));
+  for (const char* bad : {"", "m", "10x", "1h30", "-5m", "0s", "1e3", "10 m", "h1"})
+    CHECK_FALSE(tc::parse_duration(bad));
   CHECK(tc::format_duration(42) == "42s");
   CHECK(tc::format_duration(185) == "3m05s");
   CHECK(tc::format_duration(3720) == "1h02m");
@@ -161,9 +162,7 @@ TEST_CASE("fuzz: the findings index has one entry per signature; merging is idem
   // k2: flaky in one campaign, reproduced in another: a finding.
   CHECK(entries[1]->status() == "reproduced");
   // Written and read back: the same index.
-  {
-    std::ofstream(dir / "findings.jsonl") << abc;
-  }
+  { std::ofstream(dir / "findings.jsonl") << abc; }
   const auto back = tc::findings_index::from_jsonl(dir / "findings.jsonl");
   CHECK(back.to_jsonl() == abc);
   tc::findings_index again;
@@ -185,9 +184,7 @@ TEST_CASE("fuzz: the findings index has one entry per signature; merging is idem
     CHECK(x.to_jsonl() == y.to_jsonl());
     CHECK(x.witnesses() == 1);
   }
-  {
-    std::ofstream(dir / "bad.jsonl") << abc << "{\"key\": 1\n";
-  }
+  { std::ofstream(dir / "bad.jsonl") << abc << "{\"key\": 1\n"; }
   CHECK_THROWS_WITH_AS((void)tc::findings_index::from_jsonl(dir / "bad.jsonl"), doctest::Contains("bad.jsonl:4"),
                        std::runtime_error);
   fs::remove_all(dir);

@@ -69,7 +69,8 @@ TEST_CASE("judge: a failing reference is illegal unless the framework asserts in
   auto illegal = ran({{"eager_op_by_op", false, "shape '[2, 3]' is invalid for input of size 5", 0, 0}});
   illegal.verdicts = {diff(verdict_kind::error_in_one, "eager_op_by_op", "graph_executor", "x")};
   CHECK(findings_of(reply_outcome(illegal), at).empty());
-  auto assert_fail = ran({{"eager_op_by_op", false, "INTERNAL ASSERT FAILED at foo.cpp:31, please report a bug", 0, 0}});
+  auto assert_fail =
+      ran({{"eager_op_by_op", false, "INTERNAL ASSERT FAILED at foo.cpp:31, please report a bug", 0, 0}});
   const auto found = findings_of(reply_outcome(assert_fail), at);
   REQUIRE(found.size() == 1);
   CHECK(found[0].signature.kind == finding_kind::exception);
@@ -104,7 +105,9 @@ TEST_CASE("judge: performance is judged against the seed's own ratio, never for 
   rule.reference = {{"graph_executor", "eager_op_by_op"}, {"threads_1_vs_n", "eager_op_by_op"}};
   rule.seed_times = {{"eager_op_by_op", 10}, {"graph_executor", 20}, {"threads_1_vs_n", 10}};
   // 2x on the seed; 30x on the mutant and 290 ms slower: anomalous.
-  auto slow = ran({{"eager_op_by_op", true, "", 10, 0}, {"graph_executor", true, "", 300, 0}, {"threads_1_vs_n", true, "", 900, 0}});
+  auto slow = ran({{"eager_op_by_op", true, "", 10, 0},
+                   {"graph_executor", true, "", 300, 0},
+                   {"threads_1_vs_n", true, "", 900, 0}});
   const auto found = findings_of(reply_outcome(slow), at, &rule);
   REQUIRE(found.size() == 1);
   CHECK(found[0].signature.kind == finding_kind::performance);
@@ -116,7 +119,8 @@ TEST_CASE("judge: performance is judged against the seed's own ratio, never for 
   CHECK(reproduces(found[0].signature, reply_outcome(slow), at, &rule));
 }
 
-TEST_CASE("judge: a performance anomaly stands only when interleaved timings keep the mutant's ratio apart from the seed's") {
+TEST_CASE(
+    "judge: a performance anomaly stands only when interleaved timings keep the mutant's ratio apart from the seed's") {
   performance_rule rule;  // factor 10, 100 ms
   const std::vector<pair_timing> seed{{17, 18}, {17, 19}, {18, 17}, {16, 18}, {17, 17}};
   // The modernbert case of issue 43: one 238 ms run of float64_reference against 17 ms, then the
@@ -171,12 +175,15 @@ TEST_CASE("judge: round verdict names round-trip") {
 
 namespace tfg_test_campaign_judge {
 
-TEST_CASE("judge: the float64 autograd pair's NaN/Inf at a node the op-by-op pair found correctly rounded is not a finding") {
+TEST_CASE(
+    "judge: the float64 autograd pair's NaN/Inf at a node the op-by-op pair found correctly rounded is not a finding") {
   // swin_v2_t, 250 rounds: float32 underflow made 0/0 at a div in eager and autograd_eager
   // alike; the op-by-op pair's trace found the div correctly rounded on each side's inputs,
   // the autograd pair (bisection) cannot check that and named the same div.
-  auto r = ran({{"eager_op_by_op", true, "", 1, 0}, {"float64_reference", true, "", 1, 0},
-                {"autograd_eager", true, "", 1, 0}, {"autograd_float64", true, "", 1, 0}});
+  auto r = ran({{"eager_op_by_op", true, "", 1, 0},
+                {"float64_reference", true, "", 1, 0},
+                {"autograd_eager", true, "", 1, 0},
+                {"autograd_float64", true, "", 1, 0}});
   r.verdicts = {diff(verdict_kind::nan_inf_mismatch, "eager_op_by_op", "float64_reference"),
                 diff(verdict_kind::nan_inf_mismatch, "autograd_eager", "autograd_float64")};
   auto attribute_at = [](std::int64_t op_by_op_pos, bool conditioned) -> attributor {
@@ -205,9 +212,14 @@ TEST_CASE("a finding recorded before a normaliser rule still has its key: record
       "onnxruntime: export: the exporter wrote an invalid ONNX model: InferenceError: [ShapeInferenceError] "
       "Inference error(s): (op_type:MaxPool, node name: node_max_pool2d): [ShapeInferenceError] Attribute dilations "
       "has incorrect size";
-  nlohmann::json meta = {{"kind", "export_failure"}, {"config_a", "eager_op_by_op"}, {"config_b", "onnxruntime"},
-                         {"culprit_op", "aten::max_pool2d"}, {"dtype", "f32"}, {"device", "cpu"},
-                         {"inputs", "f32 r4 contiguous"}, {"message", message}};
+  nlohmann::json meta = {{"kind", "export_failure"},
+                         {"config_a", "eager_op_by_op"},
+                         {"config_b", "onnxruntime"},
+                         {"culprit_op", "aten::max_pool2d"},
+                         {"dtype", "f32"},
+                         {"device", "cpu"},
+                         {"inputs", "f32 r4 contiguous"},
+                         {"message", message}};
   meta["key"] =
       "export_failure|eager_op_by_op|onnxruntime|aten::max_pool2d|f32|cpu|onnxruntime: export: the exporter wrote an "
       "invalid ONNX model: InferenceError: [ShapeInferenceError] Inference error(s): (op_type:MaxPool, node name: "
@@ -227,7 +239,8 @@ TEST_CASE("a finding recorded before a normaliser rule still has its key: record
   meta["culprit_op"] = "aten::linear";
   CHECK(recorded_key_today(meta) != today.key());
   // A key with a symptom (not a message) comes back as recorded.
-  const nlohmann::json crash = {{"kind", "crash"}, {"key", "crash:SIGSEGV|a|b|op|f32|cpu|SIGSEGV f < g"}, {"message", "x"}};
+  const nlohmann::json crash = {
+      {"kind", "crash"}, {"key", "crash:SIGSEGV|a|b|op|f32|cpu|SIGSEGV f < g"}, {"message", "x"}};
   CHECK(recorded_key_today(crash) == "crash:SIGSEGV|a|b|op|f32|cpu|SIGSEGV f < g");
 }
 

@@ -74,12 +74,13 @@ TEST_CASE("known issues: bad files are refused naming the file and the entry") {
   CHECK_THROWS_WITH_AS((void)tc::read_known_issues(d / "empty.json"),
                        doctest::Contains("empty.json: entry 1 (x#1): an empty \"match\" would match every finding"),
                        std::runtime_error);
-  std::ofstream(d / "regex.json") << R"([{"issue": "x#1", "match": {"kind": "numeric"}}, {"issue": "x#2", "match": {"message": "(unclosed"}}])";
-  CHECK_THROWS_WITH_AS((void)tc::read_known_issues(d / "regex.json"), doctest::Contains("regex.json: entry 2 (x#2): bad pattern"),
-                       std::runtime_error);
+  std::ofstream(d / "regex.json")
+      << R"([{"issue": "x#1", "match": {"kind": "numeric"}}, {"issue": "x#2", "match": {"message": "(unclosed"}}])";
+  CHECK_THROWS_WITH_AS((void)tc::read_known_issues(d / "regex.json"),
+                       doctest::Contains("regex.json: entry 2 (x#2): bad pattern"), std::runtime_error);
   std::ofstream(d / "object.json") << R"({"issue": "x#1"})";
-  CHECK_THROWS_WITH_AS((void)tc::read_known_issues(d / "object.json"), doctest::Contains("object.json: not a JSON array"),
-                       std::runtime_error);
+  CHECK_THROWS_WITH_AS((void)tc::read_known_issues(d / "object.json"),
+                       doctest::Contains("object.json: not a JSON array"), std::runtime_error);
   CHECK(tc::read_known_issue_dir(d / "missing").empty());
   fs::remove_all(d);
 }

@@ -158,8 +158,8 @@ TEST_CASE("localise: a culprit before an independent branch is found (the cuts f
       g, [&](tfg::graph::edge_id e) { return g.data(e); }, [&](tfg::graph::node_id v) { return g.data(v); });
   const double bound = 2 * std::log2(100.0) + 4;
   for (bool raises : {false, true})
-    for (std::size_t culprit : {std::size_t{3}, std::size_t{11}, std::size_t{12}, std::size_t{37}, std::size_t{62}, std::size_t{65},
-                                std::size_t{101}}) {
+    for (std::size_t culprit : {std::size_t{3}, std::size_t{11}, std::size_t{12}, std::size_t{37}, std::size_t{62},
+                                std::size_t{65}, std::size_t{101}}) {
       CAPTURE(raises);
       CAPTURE(culprit);
       dag_worker w{k, culprit, raises};

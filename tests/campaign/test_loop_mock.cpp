@@ -215,7 +215,8 @@ TEST_CASE("mock loop: every return_every rounds the campaign continues from the 
   REQUIRE(extra.contains("notes"));
   CHECK(extra.at("notes").at(0) == "continued from corpus member corpus/0.json (schedule)");
   CHECK(rounds[3].model_hash == rounds[1].model_hash);  // mutating the original seed again
-  for (int r : {1, 2}) CHECK(nlohmann::json::parse(rounds[r].extra_json).value("notes", nlohmann::json::array()).empty());
+  for (int r : {1, 2})
+    CHECK(nlohmann::json::parse(rounds[r].extra_json).value("notes", nlohmann::json::array()).empty());
 }
 
 TEST_CASE("mock loop: a crash of the worker is a crash finding, localised, and the campaign goes on") {

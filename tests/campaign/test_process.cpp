@@ -182,7 +182,7 @@ TEST_CASE("process: a hang times out and the whole process group is killed") {
   CHECK(r.kind == outcome::timeout);
   CHECK(took >= 1000ms);
   CHECK(took < 1000ms + 500ms + 1000ms);  // timeout + kill_grace + slack
-  CHECK(r.signal == SIGTERM);           // default SIGTERM action: no grace needed
+  CHECK(r.signal == SIGTERM);             // default SIGTERM action: no grace needed
   CHECK_FALSE(w.running());
   CHECK(gone_within(pid, 100ms));
   auto at = r.log.find("child ");
@@ -316,13 +316,23 @@ TEST_CASE("stack: parse a hand-written report and keep meaningful frames") {
   CHECK(tfg::campaign::meaningful_frames(*rep, 1).size() == 1);
 
   // The name-only overload: c10 boilerplate, std::function invokers, libc names, tfg, masking.
-  std::vector<std::string> names = {"raise", "abort", "__GI___assert_fail", "__assert_fail",
-      "c10::Dispatcher::callBoxed", "c10::impl::make_boxed_from_unboxed_functor<X>::call",
-      "c10::BoxedKernel::callBoxed", "c10::KernelFunction::call<at::Tensor>",
-      "std::_Function_handler<void (std::vector<c10::IValue>&), F>::_M_invoke",
-      "torch::jit::(anonymous namespace)::createOperatorFromC10(c10::OperatorHandle const&)::{lambda(std::vector<c10::IValue>&)#1}::operator()",
-      "tfg::campaign::detail::fatal_signal_handler", "at::native::kernel+0x1f", "at::detail::at 0xdeadbeef",
-      "??", "", "main"};
+  std::vector<std::string> names = {"raise",
+                                    "abort",
+                                    "__GI___assert_fail",
+                                    "__assert_fail",
+                                    "c10::Dispatcher::callBoxed",
+                                    "c10::impl::make_boxed_from_unboxed_functor<X>::call",
+                                    "c10::BoxedKernel::callBoxed",
+                                    "c10::KernelFunction::call<at::Tensor>",
+                                    "std::_Function_handler<void (std::vector<c10::IValue>&), F>::_M_invoke",
+                                    "torch::jit::(anonymous namespace)::createOperatorFromC10(c10::OperatorHandle "
+                                    "const&)::{lambda(std::vector<c10::IValue>&)#1}::operator()",
+                                    "tfg::campaign::detail::fatal_signal_handler",
+                                    "at::native::kernel+0x1f",
+                                    "at::detail::at 0xdeadbeef",
+                                    "??",
+                                    "",
+                                    "main"};
   auto names_top = tfg::campaign::meaningful_frames(names, 5);
   REQUIRE(names_top.size() == 3);
   CHECK(names_top[0] == "at::native::kernel");
@@ -339,8 +349,7 @@ TEST_CASE("stack: parse a hand-written report and keep meaningful frames") {
 TEST_CASE("stack: demangled names lose parameters, qualifiers and return types") {
   using tfg::campaign::detail::strip_signature;
   CHECK(strip_signature("void at::native::foo<float>(at::Tensor const&) const") == "at::native::foo<float>");
-  CHECK(strip_signature("foo()::{lambda(int)#1}::operator()(int) const") ==
-        "foo()::{lambda(int)#1}::operator()");
+  CHECK(strip_signature("foo()::{lambda(int)#1}::operator()(int) const") == "foo()::{lambda(int)#1}::operator()");
   CHECK(strip_signature("bool operator< <int>(A<int> const&, A<int> const&)") == "operator< <int>");
   CHECK(strip_signature("std::vector<int, std::allocator<int> >::operator[](unsigned long)") ==
         "std::vector<int, std::allocator<int> >::operator[]");

@@ -50,7 +50,8 @@ TEST_CASE("protocol: a reply with results, verdicts and labels round-trips; infi
   r.ok = true;
   r.results = {{"eager_op_by_op", true, "", 12.5, 1.0},
                {"frozen_optimized", false, "boom", 0, 3.0},
-               {"onnxruntime", false, "skipped: unsupported: ONNX Runtime's CPU provider: no Tanh(14) for double", 0, 9.0, true}};
+               {"onnxruntime", false, "skipped: unsupported: ONNX Runtime's CPU provider: no Tanh(14) for double", 0,
+                9.0, true}};
   tfg::oracle::verdict v;
   v.kind = tfg::oracle::verdict_kind::nan_inf_mismatch;
   v.config_a = "eager_op_by_op";

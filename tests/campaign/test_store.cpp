@@ -29,8 +29,7 @@ using tfg::oracle::finding_signature;
 namespace {
 
 fs::path fresh_dir(const std::string& name) {
-  const fs::path d =
-      fs::temp_directory_path() / ("tfg-store-" + std::to_string(::getpid()) + "-" + name);
+  const fs::path d = fs::temp_directory_path() / ("tfg-store-" + std::to_string(::getpid()) + "-" + name);
   fs::remove_all(d);
   fs::create_directories(d);
   return d;
@@ -143,8 +142,7 @@ TEST_CASE("store: rounds, findings and metrics survive close and reopen") {
   REQUIRE(s.finding(b.id()).has_value());
   CHECK(s.finding(b.id())->title == b.title());
   CHECK_FALSE(s.finding("0000000000000000").has_value());
-  CHECK_THROWS_AS(s.set_finding_status("0000000000000000", 1, "reproduced"),
-                  tfg::campaign::store_error);
+  CHECK_THROWS_AS(s.set_finding_status("0000000000000000", 1, "reproduced"), tfg::campaign::store_error);
   fs::remove_all(d);
 }
 
@@ -221,8 +219,7 @@ TEST_CASE("store: add_finding counts instances and keeps at most 100") {
   store s = open_or_fail(d / "c.sqlite");
   const finding_signature a = sample_sig("aten::relu");
   int fresh = 0;
-  for (int i = 0; i < 130; ++i)
-    fresh += s.add_finding(a, i, "m" + std::to_string(i), "dir") ? 1 : 0;
+  for (int i = 0; i < 130; ++i) fresh += s.add_finding(a, i, "m" + std::to_string(i), "dir") ? 1 : 0;
   CHECK(fresh == 1);
   REQUIRE(s.findings().size() == 1);
   CHECK(s.findings()[0].instances == 130);
@@ -284,8 +281,7 @@ TEST_CASE("store: findings committed before a SIGKILL are all present after reop
         s->add_finding(sig, i, std::string(200, 'm'), "findings/" + std::to_string(i));
         s->put_round(sample_round(i));
         const std::string line = sig.id() + "\n";  // reported only after the commit returned
-        if (::write(fds[1], line.data(), line.size()) != static_cast<ssize_t>(line.size()))
-          ::_exit(3);
+        if (::write(fds[1], line.data(), line.size()) != static_cast<ssize_t>(line.size())) ::_exit(3);
       }
     } catch (...) {
       ::_exit(4);

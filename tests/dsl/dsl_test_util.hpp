@@ -18,7 +18,7 @@ namespace tfg_test {
 
 inline std::filesystem::path source_dir() { return std::filesystem::path(TFG_SOURCE_DIR); }
 
-inline std::string read_file(std::filesystem::path const& p) {
+inline std::string read_file(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
   std::ostringstream os;
   os << in.rdbuf();
@@ -26,14 +26,13 @@ inline std::string read_file(std::filesystem::path const& p) {
 }
 
 /// Files under `dir` ending in `ext`, sorted; recursive, skipping the folders in `skip`.
-inline std::vector<std::filesystem::path> files_with_extension(
-    std::filesystem::path const& dir, std::string_view ext, std::vector<std::string> const& skip = {}) {
+inline std::vector<std::filesystem::path> files_with_extension(const std::filesystem::path& dir, std::string_view ext,
+                                                               const std::vector<std::string>& skip = {}) {
   std::vector<std::filesystem::path> out;
   if (!std::filesystem::exists(dir)) return out;
   for (auto it = std::filesystem::recursive_directory_iterator(dir);
        it != std::filesystem::recursive_directory_iterator(); ++it) {
-    if (it->is_directory() &&
-        std::find(skip.begin(), skip.end(), it->path().filename().string()) != skip.end()) {
+    if (it->is_directory() && std::find(skip.begin(), skip.end(), it->path().filename().string()) != skip.end()) {
       it.disable_recursion_pending();
       continue;
     }
@@ -44,7 +43,7 @@ inline std::vector<std::filesystem::path> files_with_extension(
 }
 
 /// Splits text into lines (without terminators).
-inline std::vector<std::string> lines_of(std::string const& text) {
+inline std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;
   std::string cur;
   for (char c : text) {
@@ -66,9 +65,9 @@ struct fenced_block {
 };
 
 /// The bodies of the ```<lang> blocks of a markdown text.
-inline std::vector<fenced_block> fenced_blocks(std::string const& md, std::string const& lang) {
+inline std::vector<fenced_block> fenced_blocks(const std::string& md, const std::string& lang) {
   std::vector<fenced_block> out;
-  auto const ls = lines_of(md);
+  const auto ls = lines_of(md);
   for (std::size_t i = 0; i < ls.size(); ++i) {
     if (ls[i] != "```" + lang) continue;
     fenced_block b{"", static_cast<int>(i) + 2};

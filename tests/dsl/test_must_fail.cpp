@@ -35,13 +35,13 @@ struct test_case {
   std::vector<expectation> expected;
 };
 
-bool is_separator(std::string const& line) {
-  auto const b = line.find_first_not_of(" \t");
+bool is_separator(const std::string& line) {
+  const auto b = line.find_first_not_of(" \t");
   return b != std::string::npos && line.compare(b, std::string::npos, "// -----") == 0;
 }
 
 /// Parses the `expected-error` directives of one line (there may be several).
-void directives(std::string const& line, int line_no, std::vector<expectation>& out, std::string& problem) {
+void directives(const std::string& line, int line_no, std::vector<expectation>& out, std::string& problem) {
   static std::string const key = "expected-error";
   for (std::size_t at = line.find(key); at != std::string::npos; at = line.find(key, at + 1)) {
     std::size_t p = at + key.size();
@@ -59,14 +59,14 @@ void directives(std::string const& line, int line_no, std::vector<expectation>& 
       offset = sign * std::atoi(line.substr(p, q - p).c_str());
       p = q;
     }
-    auto const open = line.find("{{", p);
-    auto const close = line.find("}}", open == std::string::npos ? p : open);
+    const auto open = line.find("{{", p);
+    const auto close = line.find("}}", open == std::string::npos ? p : open);
     if (open == std::string::npos || close == std::string::npos) {
       problem = "line " + std::to_string(line_no) + ": expected-error without {{...}}";
       return;
     }
     std::string body = line.substr(open + 2, close - open - 2);
-    auto const sp = body.find(' ');
+    const auto sp = body.find(' ');
     expectation e{line_no + offset, body.substr(0, sp), "", line_no};
     if (sp != std::string::npos) {
       e.message = body.substr(sp + 1);
@@ -76,12 +76,12 @@ void directives(std::string const& line, int line_no, std::vector<expectation>& 
   }
 }
 
-std::vector<test_case> split_cases(std::string const& text, std::string& problem) {
+std::vector<test_case> split_cases(const std::string& text, std::string& problem) {
   std::vector<test_case> cases;
-  auto const ls = tfg_test::lines_of(text);
+  const auto ls = tfg_test::lines_of(text);
   test_case cur{1, "", {}};
   for (std::size_t i = 0; i < ls.size(); ++i) {
-    int const line_no = static_cast<int>(i) + 1;
+    const int line_no = static_cast<int>(i) + 1;
     if (is_separator(ls[i])) {
       cases.push_back(std::move(cur));
       cur = test_case{line_no + 1, "", {}};
@@ -94,9 +94,9 @@ std::vector<test_case> split_cases(std::string const& text, std::string& problem
   return cases;
 }
 
-std::string describe(std::vector<tfg::dsl::diagnostic> const& ds) {
+std::string describe(const std::vector<tfg::dsl::diagnostic>& ds) {
   std::string s;
-  for (auto const& d : ds) s += "  line " + std::to_string(d.loc.line) + ": " + d.code + " " + d.message + "\n";
+  for (const auto& d : ds) s += "  line " + std::to_string(d.loc.line) + ": " + d.code + " " + d.message + "\n";
   return s.empty() ? "  (none)\n" : s;
 }
 
@@ -105,34 +105,33 @@ std::filesystem::path must_fail_dir() { return tfg_test::source_dir() / "tests" 
 }  // namespace
 
 TEST_CASE("must-fail cases report exactly their expected diagnostics") {
-  auto const files = tfg_test::files_with_extension(must_fail_dir(), ".tfg");
+  const auto files = tfg_test::files_with_extension(must_fail_dir(), ".tfg");
   REQUIRE(!files.empty());
   int total_cases = 0;
-  for (auto const& file : files) {
+  for (const auto& file : files) {
     std::string problem;
-    auto const cases = split_cases(tfg_test::read_file(file), problem);
+    const auto cases = split_cases(tfg_test::read_file(file), problem);
     INFO("file: " << file.filename().string());
     CHECK_MESSAGE(problem.empty(), problem);
-    for (auto const& c : cases) {
+    for (const auto& c : cases) {
       ++total_cases;
       INFO("case starting at line " << c.first_line);
       CHECK_MESSAGE(!c.expected.empty(), "a must-fail case without expected-error directives");
       // Pad with newlines so reported lines are lines of the whole file.
       std::string const text = std::string(static_cast<std::size_t>(c.first_line - 1), '\n') + c.text;
-      auto const r = tfg::dsl::parse(text, file.filename().string());
+      const auto r = tfg::dsl::parse(text, file.filename().string());
       std::vector<bool> used(r.diagnostics.size(), false);
-      for (auto const& e : c.expected) {
+      for (const auto& e : c.expected) {
         bool found = false;
         for (std::size_t i = 0; i < r.diagnostics.size() && !found; ++i) {
-          auto const& d = r.diagnostics[i];
+          const auto& d = r.diagnostics[i];
           if (used[i] || d.code != e.code || static_cast<int>(d.loc.line) != e.line) continue;
           if (!e.message.empty() && d.message.find(e.message) == std::string::npos) continue;
           used[i] = found = true;
         }
-        CHECK_MESSAGE(found, "expected " << e.code << (e.message.empty() ? "" : " '" + e.message + "'")
-                                          << " at line " << e.line << " (directive at line " << e.written_at
-                                          << "); got:\n"
-                                          << describe(r.diagnostics));
+        CHECK_MESSAGE(found, "expected " << e.code << (e.message.empty() ? "" : " '" + e.message + "'") << " at line "
+                                         << e.line << " (directive at line " << e.written_at << "); got:\n"
+                                         << describe(r.diagnostics));
       }
       for (std::size_t i = 0; i < r.diagnostics.size(); ++i)
         CHECK_MESSAGE(used[i], "unexpected " << r.diagnostics[i].code << " at line " << r.diagnostics[i].loc.line
@@ -145,28 +144,28 @@ TEST_CASE("must-fail cases report exactly their expected diagnostics") {
 
 TEST_CASE("every testable error code has a must-fail case") {
   std::set<std::string> covered;
-  for (auto const& file : tfg_test::files_with_extension(must_fail_dir(), ".tfg")) {
+  for (const auto& file : tfg_test::files_with_extension(must_fail_dir(), ".tfg")) {
     std::string problem;
-    for (auto const& c : split_cases(tfg_test::read_file(file), problem))
-      for (auto const& e : c.expected) covered.insert(e.code);
+    for (const auto& c : split_cases(tfg_test::read_file(file), problem))
+      for (const auto& e : c.expected) covered.insert(e.code);
   }
-  for (auto const& info : tfg::dsl::error_codes) {
+  for (const auto& info : tfg::dsl::error_codes) {
     if (!info.testable) continue;
     INFO("code " << info.code << ": " << info.title);
     CHECK(covered.count(std::string(info.code)) == 1);
   }
   // And no case expects a code that does not exist.
-  for (auto const& code : covered) {
+  for (const auto& code : covered) {
     bool known = false;
-    for (auto const& info : tfg::dsl::error_codes) known |= info.code == code;
+    for (const auto& info : tfg::dsl::error_codes) known |= info.code == code;
     CHECK_MESSAGE(known, "must-fail file expects unknown code " << code);
   }
 }
 
 TEST_CASE("dsl/spec.md documents every error code") {
-  auto const spec = tfg_test::read_file(tfg_test::source_dir() / "dsl" / "spec.md");
+  const auto spec = tfg_test::read_file(tfg_test::source_dir() / "dsl" / "spec.md");
   REQUIRE(!spec.empty());
-  for (auto const& info : tfg::dsl::error_codes) {
+  for (const auto& info : tfg::dsl::error_codes) {
     INFO("code " << info.code);
     CHECK(spec.find("| " + std::string(info.code) + " |") != std::string::npos);
   }

@@ -23,7 +23,7 @@ namespace {
 std::string spec_text() { return tfg_test::read_file(tfg_test::source_dir() / "dsl" / "spec.md"); }
 
 /// Parses text that must be clean; fails the test with the printed diagnostics otherwise.
-dsl::parse_result parse_clean(std::string const& text, std::string const& name = "test.tfg") {
+dsl::parse_result parse_clean(const std::string& text, const std::string& name = "test.tfg") {
   auto r = dsl::parse(text, name);
   INFO(r.format_diagnostics());
   CHECK(r.diagnostics.empty());
@@ -31,16 +31,16 @@ dsl::parse_result parse_clean(std::string const& text, std::string const& name =
 }
 
 /// The source text a loc spans.
-std::string spelled(dsl::parse_result const& r, dsl::source_loc l) { return r.source.text.substr(l.offset, l.len); }
+std::string spelled(const dsl::parse_result& r, dsl::source_loc l) { return r.source.text.substr(l.offset, l.len); }
 
 /// The one operator of a clean single-operator text.
-dsl::operator_decl const& only_operator(dsl::parse_result const& r) {
+const dsl::operator_decl& only_operator(const dsl::parse_result& r) {
   REQUIRE(r.ast.operators.size() == 1);
   return r.ast.operators.front();
 }
 
 /// An operator skeleton with the given body parts, valid on its own.
-std::string wrap(std::string const& header_extra, std::string const& body) {
+std::string wrap(const std::string& header_extra, const std::string& body) {
   return "tfg 1\noperator t object operator primitive update origin tfg " + header_extra + " {\n" + body +
          "\n  example match { graph(%a: f32[2]): %y = aten::relu(%a) return (%y) }\n"
          "  example no_match rejected_by(pattern) { graph(): return () }\n}\n";
@@ -49,12 +49,12 @@ std::string wrap(std::string const& header_extra, std::string const& body) {
 }  // namespace
 
 TEST_CASE("the complete examples of dsl/spec.md parse and check cleanly") {
-  auto const blocks = tfg_test::fenced_blocks(spec_text(), "tfg");
+  const auto blocks = tfg_test::fenced_blocks(spec_text(), "tfg");
   REQUIRE(blocks.size() == 3);
   std::vector<std::string> names;
-  for (auto const& b : blocks) {
+  for (const auto& b : blocks) {
     INFO("spec.md block at line " << b.first_line);
-    auto const r = parse_clean(b.text, "spec.md");
+    const auto r = parse_clean(b.text, "spec.md");
     REQUIRE(r.ast.operators.size() == 1);
     names.push_back(r.ast.operators.front().name.text);
   }
@@ -63,29 +63,29 @@ TEST_CASE("the complete examples of dsl/spec.md parse and check cleanly") {
 
 TEST_CASE("every operator file parses and checks cleanly") {
   // requirements/ will hold R(v) specifications, not operators.
-  auto const files = tfg_test::files_with_extension(tfg_test::source_dir() / "operators", ".tfg", {"requirements"});
+  const auto files = tfg_test::files_with_extension(tfg_test::source_dir() / "operators", ".tfg", {"requirements"});
   REQUIRE(files.size() >= 4);
-  for (auto const& f : files) {
+  for (const auto& f : files) {
     INFO("file: " << f.string());
-    auto const r = dsl::parse(tfg_test::read_file(f), f.string());
+    const auto r = dsl::parse(tfg_test::read_file(f), f.string());
     INFO(r.format_diagnostics());
     CHECK(r.diagnostics.empty());
     REQUIRE(r.ast.operators.size() == 1);
-    auto const& op = r.ast.operators.front();
+    const auto& op = r.ast.operators.front();
     CHECK(op.name.text == f.stem().string());  // one operator per file, named like it
     CHECK(!op.doc.empty());
     // The folder is the operator's object.
-    static constexpr char const* folders[] = {"tensor", "operator", "relation", "subgraph"};
+    static constexpr const char* folders[] = {"tensor", "operator", "relation", "subgraph"};
     REQUIRE(op.object.has_value());
     CHECK(f.parent_path().filename().string() == folders[static_cast<int>(*op.object)]);
   }
 }
 
 TEST_CASE("AST of the pow2_rescale example") {
-  auto const blocks = tfg_test::fenced_blocks(spec_text(), "tfg");
+  const auto blocks = tfg_test::fenced_blocks(spec_text(), "tfg");
   REQUIRE(blocks.size() == 3);
-  auto const r = parse_clean(blocks[1].text);
-  auto const& op = only_operator(r);
+  const auto r = parse_clean(blocks[1].text);
+  const auto& op = only_operator(r);
 
   CHECK(op.name.text == "pow2_rescale");
   CHECK(op.doc.rfind("DF-T06: multiply by 2^k", 0) == 0);
@@ -101,7 +101,7 @@ TEST_CASE("AST of the pow2_rescale example") {
   CHECK(!op.pattern.has_value());
 
   REQUIRE(op.params.size() == 1);
-  auto const& k = op.params[0];
+  const auto& k = op.params[0];
   CHECK(k.name.text == "k");
   CHECK(k.doc == "The exponent, sampled per candidate.");
   REQUIRE(k.type_name.has_value());
@@ -115,7 +115,7 @@ TEST_CASE("AST of the pow2_rescale example") {
   // require input { is_floating(%x) && finite(%x)
   //                 max_abs(%x) * pow2($k) < dtype_max(dtype(%x)) }
   REQUIRE(op.require_input.has_value());
-  auto const& in = op.require_input->conditions;
+  const auto& in = op.require_input->conditions;
   REQUIRE(in.size() == 2);
   CHECK(in[0].kind == dsl::expr_kind::binary);
   CHECK(in[0].op == dsl::op_code::logical_and);
@@ -124,10 +124,10 @@ TEST_CASE("AST of the pow2_rescale example") {
   CHECK(in[0].args[0].args[0].kind == dsl::expr_kind::value);
   CHECK(in[0].args[0].args[0].text == "x");
   CHECK(in[0].args[1].text == "finite");
-  auto const& lt = in[1];
+  const auto& lt = in[1];
   CHECK(lt.op == dsl::op_code::lt);
   CHECK(lt.resolved == dsl::type{dsl::type_kind::boolean, false});
-  auto const& mul = lt.args[0];
+  const auto& mul = lt.args[0];
   CHECK(mul.op == dsl::op_code::mul);
   CHECK(mul.args[0].text == "max_abs");
   CHECK(mul.args[1].text == "pow2");
@@ -139,13 +139,13 @@ TEST_CASE("AST of the pow2_rescale example") {
   CHECK(spelled(r, lt.loc) == "max_abs(%x) * pow2($k) < dtype_max(dtype(%x))");
 
   REQUIRE(op.replace.has_value());
-  auto const& rep = *op.replace;
+  const auto& rep = *op.replace;
   REQUIRE(rep.nodes.size() == 2);
   CHECK(rep.nodes[0].results.at(0).text == "up");
   CHECK(rep.nodes[0].op.kind == dsl::op_spec_kind::names);
   CHECK(rep.nodes[0].op.names.at(0).text == "aten::mul");
   CHECK(rep.nodes[1].args.at(1).text == "pow2");
-  auto const& neg = rep.nodes[1].args.at(1).args.at(0);  // pow2(-$k)
+  const auto& neg = rep.nodes[1].args.at(1).args.at(0);  // pow2(-$k)
   CHECK(neg.kind == dsl::expr_kind::unary);
   CHECK(neg.op == dsl::op_code::neg);
   CHECK(neg.args.at(0).text == "k");
@@ -156,10 +156,10 @@ TEST_CASE("AST of the pow2_rescale example") {
   CHECK(rep.deletes.empty());
 
   REQUIRE(op.examples.size() == 2);
-  auto const& m = op.examples[0];
+  const auto& m = op.examples[0];
   CHECK(m.match);
   REQUIRE(m.graph.inputs.size() == 1);
-  auto const& a = m.graph.inputs[0];
+  const auto& a = m.graph.inputs[0];
   CHECK(a.name.text == "a");
   CHECK(a.type_name.text == "f32");
   CHECK(a.tensor);
@@ -174,36 +174,36 @@ TEST_CASE("AST of the pow2_rescale example") {
   CHECK(m.expect[0].args[0].text == "count");
   CHECK(m.expect[0].args[0].args[0].kind == dsl::expr_kind::op_name);
   CHECK(m.expect[0].args[0].args[0].text == "aten::mul");
-  auto const& nm = op.examples[1];
+  const auto& nm = op.examples[1];
   CHECK(!nm.match);
   CHECK(nm.rejected_by == dsl::stage::input);
   CHECK(nm.graph.outputs.at(0).text == "x");
 }
 
 TEST_CASE("AST of the branch_local_clone example: extern, structural pattern, consumer index") {
-  auto const blocks = tfg_test::fenced_blocks(spec_text(), "tfg");
+  const auto blocks = tfg_test::fenced_blocks(spec_text(), "tfg");
   REQUIRE(blocks.size() == 3);
-  auto const r = parse_clean(blocks[2].text);
+  const auto r = parse_clean(blocks[2].text);
   REQUIRE(r.ast.externs.size() == 1);
-  auto const& ex = r.ast.externs[0];
+  const auto& ex = r.ast.externs[0];
   CHECK(ex.predicate);
   CHECK(ex.name.text == "no_inplace_writer");
   REQUIRE(ex.param_types.size() == 1);
   CHECK(ex.param_types[0].text == "tensor");
   CHECK(ex.resolved_result == dsl::type{dsl::type_kind::boolean, false});
 
-  auto const& op = only_operator(r);
+  const auto& op = only_operator(r);
   CHECK(op.object == dsl::object_kind::relation);
   CHECK(op.primitive == dsl::primitive_kind::rewiring);
   REQUIRE(op.pattern.has_value());
   CHECK(op.pattern->nodes.empty());
   REQUIRE(op.pattern->conditions.size() == 1);
-  auto const& c = op.pattern->conditions[0];
+  const auto& c = op.pattern->conditions[0];
   CHECK(c.op == dsl::op_code::ge);
   CHECK(c.args[0].text == "consumers");
   CHECK(c.args[1].int_value == 2);
 
-  auto const& rw = op.replace->rewires.at(0);
+  const auto& rw = op.replace->rewires.at(0);
   CHECK(!rw.all);
   CHECK(rw.source.text == "t");
   REQUIRE(rw.which.has_value());
@@ -213,7 +213,7 @@ TEST_CASE("AST of the branch_local_clone example: extern, structural pattern, co
 }
 
 TEST_CASE("pattern lines: alternatives, wildcards, params, multiple results, literals") {
-  auto const r = parse_clean(wrap("anchor %y",
+  const auto r = parse_clean(wrap("anchor %y",
                                   "  param $act in {aten::relu, aten::gelu}\n"
                                   "  param $k : int in [1, 3]\n"
                                   "  pattern {\n"
@@ -223,14 +223,14 @@ TEST_CASE("pattern lines: alternatives, wildcards, params, multiple results, lit
                                   "    uses(%y) == 1; consumers(%a) >= 1\n"
                                   "  }\n"
                                   "  replace { %z = aten::clone(%c, none) rewire consumers(%c) -> %z delete %c }"));
-  auto const& p = *only_operator(r).pattern;
+  const auto& p = *only_operator(r).pattern;
   REQUIRE(p.nodes.size() == 3);
-  auto const& n0 = p.nodes[0];
+  const auto& n0 = p.nodes[0];
   CHECK(n0.op.kind == dsl::op_spec_kind::names);
   REQUIRE(n0.op.names.size() == 3);
   CHECK(n0.op.names[2].text == "aten::silu");
   CHECK(n0.args.at(1).kind == dsl::expr_kind::ellipsis);
-  auto const& n1 = p.nodes[1];
+  const auto& n1 = p.nodes[1];
   CHECK(n1.op.kind == dsl::op_spec_kind::any);
   REQUIRE(n1.results.size() == 2);
   CHECK(n1.results[1].text == "b");
@@ -252,7 +252,7 @@ TEST_CASE("pattern lines: alternatives, wildcards, params, multiple results, lit
 }
 
 TEST_CASE("expressions: precedence, folding, indexing, strings, locations") {
-  auto const r = parse_clean(wrap("anchor %y",
+  const auto r = parse_clean(wrap("anchor %y",
                                   "  pattern { %y = aten::relu(%x) }\n"
                                   "  require input {\n"
                                   "    finite(%x) || rank(%x) == 1 && is_floating(%x)\n"
@@ -263,14 +263,14 @@ TEST_CASE("expressions: precedence, folding, indexing, strings, locations") {
                                   "    -rank(%x) < 0\n"
                                   "  }\n"
                                   "  replace { %z = aten::clone(%y, none) }"));
-  auto const& c = only_operator(r).require_input->conditions;
+  const auto& c = only_operator(r).require_input->conditions;
   REQUIRE(c.size() == 6);
   // || is looser than &&, which is looser than ==.
   CHECK(c[0].op == dsl::op_code::logical_or);
   CHECK(c[0].args[1].op == dsl::op_code::logical_and);
   CHECK(c[0].args[1].args[0].op == dsl::op_code::eq);
   // ((1 + (2 * 3)) - (4 / 2)) == 5.0
-  auto const& sum = c[1].args[0];
+  const auto& sum = c[1].args[0];
   CHECK(sum.op == dsl::op_code::sub);
   CHECK(sum.args[0].op == dsl::op_code::add);
   CHECK(sum.args[0].args[1].op == dsl::op_code::mul);
@@ -278,14 +278,14 @@ TEST_CASE("expressions: precedence, folding, indexing, strings, locations") {
   CHECK(sum.resolved == dsl::type{dsl::type_kind::floating, false});
   CHECK(c[1].args[1].float_value == 5.0);
   // (shape(%x)[-1]) % 8 == 0
-  auto const& mod = c[2].args[0];
+  const auto& mod = c[2].args[0];
   CHECK(mod.op == dsl::op_code::mod);
   CHECK(mod.args[0].kind == dsl::expr_kind::index);
   CHECK(mod.args[0].args[1].int_value == -1);
   CHECK(mod.args[0].resolved == dsl::type{dsl::type_kind::integer, false});
   CHECK(spelled(r, mod.args[0].loc) == "shape(%x)[-1]");
   // !(... in {...})
-  auto const& notin = c[3].args[0];
+  const auto& notin = c[3].args[0];
   CHECK(notin.kind == dsl::expr_kind::unary);
   CHECK(notin.op == dsl::op_code::logical_not);
   CHECK(notin.args[0].op == dsl::op_code::in);
@@ -296,14 +296,14 @@ TEST_CASE("expressions: precedence, folding, indexing, strings, locations") {
   CHECK(c[5].args[0].kind == dsl::expr_kind::unary);
   CHECK(c[5].args[0].op == dsl::op_code::neg);
   // Locations are 1-based and point at the token.
-  auto const& x = c[0].args[0].args[0];
+  const auto& x = c[0].args[0].args[0];
   CHECK(x.loc.line == 5);
   CHECK(x.loc.col == 12);
   CHECK(spelled(r, x.loc) == "%x");
 }
 
 TEST_CASE("replacement statements and the header clauses") {
-  auto const r = parse_clean(
+  const auto r = parse_clean(
       "tfg 1\n"
       "operator t object subgraph primitive rewiring origin cg devmut \"MO3\"\n"
       "  preserves values within atol=1e-5, rtol=0 anchor %y {\n"
@@ -319,14 +319,14 @@ TEST_CASE("replacement statements and the header clauses") {
       "  example match { graph(%a: f32[2]): %y = aten::relu(%a) return (%y) }\n"
       "  example no_match rejected_by(internal) { graph(%n: int, %b: f32[]{cuda, nan}): return (%n) }\n"
       "}\n");
-  auto const& op = only_operator(r);
+  const auto& op = only_operator(r);
   CHECK(op.object == dsl::object_kind::subgraph);
   CHECK(op.origin->from_cg);
   CHECK(op.origin->study == "devmut");
   CHECK(op.origin->rule_id == "MO3");
   CHECK(op.values.atol == 1e-5);
   CHECK(op.values.rtol == 0.0);
-  auto const& rep = *op.replace;
+  const auto& rep = *op.replace;
   REQUIRE(rep.nodes.size() == 2);
   CHECK(rep.nodes[1].op.names[0].text == "tfg::reshape_like");
   REQUIRE(rep.rewires.size() == 3);
@@ -336,7 +336,7 @@ TEST_CASE("replacement statements and the header clauses") {
   CHECK(rep.rewires[2].which->text == "z");
   REQUIRE(rep.deletes.size() == 1);
   CHECK(rep.deletes[0].target.text == "y");
-  auto const& nm = op.examples.at(1);
+  const auto& nm = op.examples.at(1);
   CHECK(nm.rejected_by == dsl::stage::internal);
   REQUIRE(nm.graph.inputs.size() == 2);
   CHECK(!nm.graph.inputs[0].tensor);
@@ -360,7 +360,7 @@ TEST_CASE("the diagnostic printer's exact format") {
       "  // (it should be %y)\n"
       "  replace { %c = aten::clone(%z, none) }\n"
       "}\n";
-  auto const r = dsl::parse(text, "ops/foo.tfg");
+  const auto r = dsl::parse(text, "ops/foo.tfg");
   REQUIRE(r.diagnostics.size() == 1);
   CHECK(r.diagnostics[0].code == "E012");
   CHECK(r.format_diagnostics() ==
@@ -389,7 +389,7 @@ TEST_CASE("the diagnostic printer's exact format") {
 }
 
 TEST_CASE("syntax errors name what was expected and the parser recovers") {
-  auto const r = dsl::parse(
+  const auto r = dsl::parse(
       "tfg 1\n"
       "operator a object tensor { param $k : int in [1 8] }\n"
       "operator b object tensor { replace { %c = aten::clone(%x, none) rewire consumers(%x) %c } }\n"
@@ -399,17 +399,17 @@ TEST_CASE("syntax errors name what was expected and the parser recovers") {
   CHECK(r.diagnostics[0].message == "expected ',', found '8'");
   CHECK(r.diagnostics[1].message == "expected '->', found '%c'");
   CHECK(r.diagnostics[2].message == "expected 'input', 'internal' or 'output', found 'inptu'");
-  for (auto const& d : r.diagnostics) CHECK(d.code == "E001");
+  for (const auto& d : r.diagnostics) CHECK(d.code == "E001");
   CHECK(r.diagnostics[2].loc.line == 4);
   CHECK(!r.ok());
 }
 
 TEST_CASE("parse_options::run_checks = false stops after the parse phase") {
   std::string const text = "tfg 1\noperator t { replace { %c = aten::clone(%z, none) } }\n";
-  auto const unchecked = dsl::parse(text, "t.tfg", {.run_checks = false});
+  const auto unchecked = dsl::parse(text, "t.tfg", {.run_checks = false});
   CHECK(unchecked.ok());
   CHECK(unchecked.ast.operators.size() == 1);
-  auto const checked = dsl::parse(text, "t.tfg");
+  const auto checked = dsl::parse(text, "t.tfg");
   CHECK(!checked.ok());
 }
 
@@ -420,8 +420,8 @@ TEST_CASE("float domain values are told apart by their exact value") {
       "  param $v in {0.0, -0.0, 1e-40, 1e-41, 1e30}\n"
       "  replace { %z = aten::mul(%x, $v) rewire consumers(%x) -> %z }\n"
       "}\n";
-  auto const r = dsl::parse(text, "t.tfg");
-  for (auto const& d : r.diagnostics) CHECK_MESSAGE(d.code != "E018", d.message);
+  const auto r = dsl::parse(text, "t.tfg");
+  for (const auto& d : r.diagnostics) CHECK_MESSAGE(d.code != "E018", d.message);
 }
 
 TEST_CASE("check() runs on a module built in code") {
@@ -443,28 +443,28 @@ TEST_CASE("check() runs on a module built in code") {
   rep.nodes.push_back(n);
   op.replace = rep;
   m.operators.push_back(op);
-  auto const ds = dsl::check(m);
+  const auto ds = dsl::check(m);
   std::vector<std::string> codes;
-  for (auto const& d : ds) codes.push_back(d.code);
+  for (const auto& d : ds) codes.push_back(d.code);
   CHECK(codes == std::vector<std::string>{"E022", "E023"});
   CHECK(m.operators[0].replace->nodes[0].args[0].resolved == dsl::type{dsl::type_kind::tensor, false});
 }
 
 TEST_CASE("dsl/spec.md documents every built-in, helper, literal and input attribute") {
-  auto const spec = spec_text();
-  for (auto const& b : dsl::builtins) {
+  const auto spec = spec_text();
+  for (const auto& b : dsl::builtins) {
     INFO("built-in " << b.name);
     CHECK(spec.find("| `" + std::string(b.signature) + "` |") != std::string::npos);
   }
-  for (auto const& h : dsl::helpers) {
+  for (const auto& h : dsl::helpers) {
     INFO("helper " << h.name);
     CHECK(spec.find("| `" + std::string(h.signature) + "` |") != std::string::npos);
   }
-  for (auto const& l : dsl::literals) {
+  for (const auto& l : dsl::literals) {
     INFO("literal " << l.name);
     CHECK(spec.find("`" + std::string(l.name) + "`") != std::string::npos);
   }
-  for (auto const& a : dsl::input_attrs) {
+  for (const auto& a : dsl::input_attrs) {
     INFO("attribute " << a.name);
     CHECK(spec.find("| `" + std::string(a.name) + "` |") != std::string::npos);
   }
@@ -474,27 +474,75 @@ TEST_CASE("parse never throws and never fails internally on mutated input") {
   // A corpus of valid and invalid files, mutated by deletions, insertions of tokens and
   // random bytes, duplications and truncations; a fixed seed keeps the run reproducible.
   std::vector<std::string> corpus;
-  for (auto const& b : tfg_test::fenced_blocks(spec_text(), "tfg")) corpus.push_back(b.text);
-  for (auto const& f : tfg_test::files_with_extension(tfg_test::source_dir() / "operators", ".tfg"))
+  for (const auto& b : tfg_test::fenced_blocks(spec_text(), "tfg")) corpus.push_back(b.text);
+  for (const auto& f : tfg_test::files_with_extension(tfg_test::source_dir() / "operators", ".tfg"))
     corpus.push_back(tfg_test::read_file(f));
-  for (auto const& f : tfg_test::files_with_extension(tfg_test::source_dir() / "tests" / "dsl" / "must_fail", ".tfg"))
+  for (const auto& f : tfg_test::files_with_extension(tfg_test::source_dir() / "tests" / "dsl" / "must_fail", ".tfg"))
     corpus.push_back(tfg_test::read_file(f));
   REQUIRE(!corpus.empty());
 
-  static char const* const tokens[] = {
-      "{", "}", "(", ")", "[", "]", ",", ";", "%x", "%", "$k", "$", "aten::relu", "::", "\"", "//", "///",
-      "-", "->", "...", "_", "*", "|", "==", "!", "&&", "0", "-1", "1e999", "99999999999999999999", "1.",
-      "\n", " ", "operator", "extern", "require input {", "replace {", "pattern {", "example match {",
-      "graph(", "return", "rewire", "delete", "consumers(%x)", "param $k : int in [1, 8]", "in", "tfg 1",
-      "\t", "\r\n", "\xc3\xa9", "\xff", "\x80"};
+  static const char* const tokens[] = {"{",
+                                       "}",
+                                       "(",
+                                       ")",
+                                       "[",
+                                       "]",
+                                       ",",
+                                       ";",
+                                       "%x",
+                                       "%",
+                                       "$k",
+                                       "$",
+                                       "aten::relu",
+                                       "::",
+                                       "\"",
+                                       "//",
+                                       "///",
+                                       "-",
+                                       "->",
+                                       "...",
+                                       "_",
+                                       "*",
+                                       "|",
+                                       "==",
+                                       "!",
+                                       "&&",
+                                       "0",
+                                       "-1",
+                                       "1e999",
+                                       "99999999999999999999",
+                                       "1.",
+                                       "\n",
+                                       " ",
+                                       "operator",
+                                       "extern",
+                                       "require input {",
+                                       "replace {",
+                                       "pattern {",
+                                       "example match {",
+                                       "graph(",
+                                       "return",
+                                       "rewire",
+                                       "delete",
+                                       "consumers(%x)",
+                                       "param $k : int in [1, 8]",
+                                       "in",
+                                       "tfg 1",
+                                       "\t",
+                                       "\r\n",
+                                       "\xc3\xa9",
+                                       "\xff",
+                                       "\x80"};
   std::mt19937 rng(20240611u);
-  auto pick = [&](std::size_t n) { return n == 0 ? std::size_t{0} : std::uniform_int_distribution<std::size_t>(0, n - 1)(rng); };
+  auto pick = [&](std::size_t n) {
+    return n == 0 ? std::size_t{0} : std::uniform_int_distribution<std::size_t>(0, n - 1)(rng);
+  };
 
-  int const iterations = 3000;
+  const int iterations = 3000;
   int internal_errors = 0;
   for (int it = 0; it < iterations; ++it) {
     std::string s = corpus[pick(corpus.size())];
-    int const edits = 1 + static_cast<int>(pick(4));
+    const int edits = 1 + static_cast<int>(pick(4));
     for (int e = 0; e < edits; ++e) {
       std::size_t const at = pick(s.size() + 1);
       switch (pick(6)) {
@@ -511,8 +559,8 @@ TEST_CASE("parse never throws and never fails internally on mutated input") {
           if (at < s.size()) s[at] = tokens[pick(std::size(tokens))][0];
       }
     }
-    auto const r = dsl::parse(s, "fuzz.tfg");  // noexcept: a throw would terminate the test
-    for (auto const& d : r.diagnostics) {
+    const auto r = dsl::parse(s, "fuzz.tfg");  // noexcept: a throw would terminate the test
+    for (const auto& d : r.diagnostics) {
       if (d.code == "E000") ++internal_errors;
       CHECK(d.loc.offset <= s.size());
       CHECK(d.loc.offset + d.loc.len <= s.size());
@@ -523,7 +571,7 @@ TEST_CASE("parse never throws and never fails internally on mutated input") {
   for (int it = 0; it < 200; ++it) {
     std::string s;
     for (std::size_t i = pick(200); i > 0; --i) s += static_cast<char>(32 + pick(95));
-    for (auto const& d : dsl::parse(s, "garbage.tfg").diagnostics) internal_errors += d.code == "E000";
+    for (const auto& d : dsl::parse(s, "garbage.tfg").diagnostics) internal_errors += d.code == "E000";
   }
   CHECK(dsl::parse("", "empty.tfg").diagnostics.size() == 1);  // E004
   CHECK(internal_errors == 0);
@@ -532,14 +580,14 @@ TEST_CASE("parse never throws and never fails internally on mutated input") {
 namespace {
 
 /// A one-operator text whose input constraint is `cond`.
-std::string with_condition(std::string const& cond) {
+std::string with_condition(const std::string& cond) {
   return "tfg 1\noperator t object tensor primitive insertion origin tfg anchor %x {\n  require input { " + cond +
          " }\n  replace { %c = aten::clone(%x, none) }\n}\n";
 }
 
-std::vector<std::string> codes_of(dsl::parse_result const& r) {
+std::vector<std::string> codes_of(const dsl::parse_result& r) {
   std::vector<std::string> out;
-  for (auto const& d : r.diagnostics) out.push_back(d.code);
+  for (const auto& d : r.diagnostics) out.push_back(d.code);
   return out;
 }
 
@@ -551,7 +599,7 @@ TEST_CASE("hostile nesting is E007, not a stack overflow") {
     std::string cond;
     for (int i = 0; i < 10000; ++i) cond += prefix;
     cond += prefix[0] == '!' ? "(rank(%x) == 1)" : "rank(%x) == 1";
-    auto const r = dsl::parse(with_condition(cond), "prefix.tfg");
+    const auto r = dsl::parse(with_condition(cond), "prefix.tfg");
     INFO("prefix '" << prefix << "'");
     CHECK(codes_of(r) == std::vector<std::string>{"E007"});
     REQUIRE(!r.diagnostics.empty());
@@ -567,22 +615,22 @@ TEST_CASE("hostile nesting is E007, not a stack overflow") {
   // A 100,000-term chain: one E007 (not one per term), and nothing deeper than the bound is built.
   std::string chain = "rank(%x) == 1";
   for (int i = 1; i < 100000; ++i) chain += " && rank(%x) == 1";
-  auto const r = dsl::parse(with_condition(chain), "chain.tfg");
+  const auto r = dsl::parse(with_condition(chain), "chain.tfg");
   CHECK(codes_of(r) == std::vector<std::string>{"E007"});
 }
 
 TEST_CASE("nesting within the bounds parses and checks cleanly") {
   std::string prefix;
   for (int i = 0; i < 30; ++i) prefix += "!!";  // 60 levels inside the require block's braces
-  auto const a = dsl::parse(with_condition(prefix + "(rank(%x) == 1)"), "ok.tfg", {.run_checks = false});
+  const auto a = dsl::parse(with_condition(prefix + "(rank(%x) == 1)"), "ok.tfg", {.run_checks = false});
   CHECK(a.diagnostics.empty());
 
   std::string chain = "rank(%x) == 1";
   for (int i = 1; i < 500; ++i) chain += " && rank(%x) == 1";
-  auto const b = dsl::parse(with_condition(chain), "ok.tfg", {.run_checks = false});
+  const auto b = dsl::parse(with_condition(chain), "ok.tfg", {.run_checks = false});
   CHECK(b.diagnostics.empty());
   REQUIRE(b.ast.operators.size() == 1);
-  auto const& req = b.ast.operators.front().require_input;
+  const auto& req = b.ast.operators.front().require_input;
   REQUIRE(req.has_value());
   REQUIRE(req->conditions.size() == 1);
   CHECK(req->conditions.front().height == 502);  // 499 '&&' over comparisons of height 3 (==, rank(), %x)
@@ -593,10 +641,10 @@ TEST_CASE("columns count code points at the end of a long line") {
   std::string text = "tfg 1\n// ";
   for (int i = 0; i < 500; ++i) text += "\xc3\xa9";  // 500 x U+00E9, two bytes each
   text += " x\noperator\n";
-  auto const r = dsl::parse(text, "cols.tfg");
+  const auto r = dsl::parse(text, "cols.tfg");
   REQUIRE(!r.diagnostics.empty());
   dsl::line_index const idx(text);
-  auto const at = idx.locate(static_cast<std::uint32_t>(text.find(" x\n") + 1), 1);
+  const auto at = idx.locate(static_cast<std::uint32_t>(text.find(" x\n") + 1), 1);
   CHECK(at.line == 2);
   CHECK(at.col == 3 + 500 + 1 + 1);  // "// ", the 500 code points, the blank, then x
 }

@@ -23,7 +23,8 @@ const tfg::match::extern_registry& externs() {
 }
 
 [[noreturn]] void internal_error(std::string_view where, const std::string& text) {
-  std::fprintf(stderr, "internal error (E000) in %.*s:\n%s\n", static_cast<int>(where.size()), where.data(), text.c_str());
+  std::fprintf(stderr, "internal error (E000) in %.*s:\n%s\n", static_cast<int>(where.size()), where.data(),
+               text.c_str());
   std::abort();
 }
 
@@ -34,7 +35,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto r = tfg::dsl::parse(text, "fuzz.tfg");
   for (const auto& d : r.diagnostics) {
     if (d.code == "E000") internal_error("parse/check", r.format_diagnostics());
-    if (d.loc.offset > size || d.loc.offset + d.loc.len > size) internal_error("a diagnostic's span", r.format_diagnostics());
+    if (d.loc.offset > size || d.loc.offset + d.loc.len > size)
+      internal_error("a diagnostic's span", r.format_diagnostics());
   }
   (void)r.format_diagnostics();
   if (!r.ok()) return 0;

@@ -25,12 +25,8 @@ inline std::size_t pick(std::mt19937& rng, std::size_t n) {
 }
 inline bool chance(std::mt19937& rng, double p) { return std::bernoulli_distribution(p)(rng); }
 
-inline std::vector<edge_id> live_edges(const graph_t& g) {
-  return {g.edges().begin(), g.edges().end()};
-}
-inline std::vector<node_id> live_nodes(const graph_t& g) {
-  return {g.nodes().begin(), g.nodes().end()};
-}
+inline std::vector<edge_id> live_edges(const graph_t& g) { return {g.edges().begin(), g.edges().end()}; }
+inline std::vector<node_id> live_nodes(const graph_t& g) { return {g.nodes().begin(), g.nodes().end()}; }
 
 /// A random DAG: 1-3 graph inputs, `nodes` nodes reading 0-3 earlier edges (repeats allowed)
 /// and producing 1-2 edges each, 1-3 graph outputs. Node data = creation order; edge data =
@@ -47,8 +43,7 @@ inline graph_t random_dag(std::mt19937& rng, std::size_t nodes) {
     for (std::size_t i = 0; i < arity; ++i) {
       // Prefer recent edges so that chains get long and reachability is non-trivial.
       const std::size_t span = std::min<std::size_t>(edges.size(), 6);
-      ins.push_back(chance(rng, 0.7) ? edges[edges.size() - 1 - pick(rng, span)]
-                                     : edges[pick(rng, edges.size())]);
+      ins.push_back(chance(rng, 0.7) ? edges[edges.size() - 1 - pick(rng, span)] : edges[pick(rng, edges.size())]);
     }
     std::vector<int> outs(1 + pick(rng, 2));
     for (int& o : outs) o = next_edge_data++;
@@ -122,13 +117,11 @@ inline bool respects_edges(const graph_t& g, const std::vector<node_id>& order) 
 /// Everything observable about the structure and data, plus the version.
 inline std::string snapshot(const graph_t& g) {
   std::ostringstream os;
-  os << "version " << g.version() << " nodes " << g.node_count() << '/' << g.node_capacity()
-     << " edges " << g.edge_count() << '/' << g.edge_capacity() << '\n';
+  os << "version " << g.version() << " nodes " << g.node_count() << '/' << g.node_capacity() << " edges "
+     << g.edge_count() << '/' << g.edge_capacity() << '\n';
   graph::write_json(
       os, g, [&](std::ostream& o, node_id n) { o << "\"data\":" << g.data(n); },
-      [&](std::ostream& o, edge_id e) {
-        o << "\"data\":" << g.data(e) << ",\"slot\":" << g.producer_slot(e);
-      });
+      [&](std::ostream& o, edge_id e) { o << "\"data\":" << g.data(e) << ",\"slot\":" << g.producer_slot(e); });
   return os.str();
 }
 

@@ -43,9 +43,7 @@ static_assert(tensor_graph<flow_graph<std::string, std::vector<int>>>);
 static_assert(std::ranges::forward_range<graph_t::node_range>);
 static_assert(std::ranges::view<graph_t::edge_range>);
 
-std::vector<use> uses(const graph_t& g, edge_id e) {
-  return {g.consumers(e).begin(), g.consumers(e).end()};
-}
+std::vector<use> uses(const graph_t& g, edge_id e) { return {g.consumers(e).begin(), g.consumers(e).end()}; }
 std::vector<edge_id> ids(std::span<const edge_id> s) { return {s.begin(), s.end()}; }
 
 TEST_CASE("ids: index, sentinels, hashing and printing") {
@@ -59,8 +57,7 @@ TEST_CASE("ids: index, sentinels, hashing and printing") {
   std::unordered_set<node_id> nodes{node_id{1}, node_id{2}, node_id{1}};
   CHECK(nodes.size() == 2);
   CHECK(std::hash<edge_id>{}(edge_id{5}) == std::hash<edge_id>{}(edge_id{5}));
-  CHECK(tfg::detail::str_cat(node_id{3}, ' ', edge_id{4}, ' ', use{node_id{3}, 1}, ' ', no_node) ==
-        "n3 e4 n3:1 n-");
+  CHECK(tfg::detail::str_cat(node_id{3}, ' ', edge_id{4}, ' ', use{node_id{3}, 1}, ' ', no_node) == "n3 e4 n3:1 n-");
 }
 
 TEST_CASE("building a diamond: producers, consumers, slots and counts") {
@@ -146,8 +143,7 @@ TEST_CASE("a multi-consumer edge lists every consumer once per slot") {
   const edge_id x = g.add_input(0);
   std::vector<node_id> readers;
   for (int i = 0; i < 5; ++i) readers.push_back(g.add_node(i, {x}, {i}));
-  const std::vector<use> expected{
-      {readers[0], 0}, {readers[1], 0}, {readers[2], 0}, {readers[3], 0}, {readers[4], 0}};
+  const std::vector<use> expected{{readers[0], 0}, {readers[1], 0}, {readers[2], 0}, {readers[3], 0}, {readers[4], 0}};
   CHECK(uses(g, x) == expected);
   const auto reached = g.downstream(x);
   CHECK(reached.count() == 5);
@@ -174,8 +170,8 @@ TEST_CASE("nodes() and edges() list live ids in order and skip tombstones") {
   const node_id c = g.add_node(3, {g.outputs(b)[1]}, {4});
   g.add_output(g.outputs(c)[0]);
   CHECK(tfg::test::live_nodes(g) == std::vector<node_id>{a, b, c});
-  CHECK(tfg::test::live_edges(g) == std::vector<edge_id>{x, g.outputs(a)[0], g.outputs(b)[0],
-                                                         g.outputs(b)[1], g.outputs(c)[0]});
+  CHECK(tfg::test::live_edges(g) ==
+        std::vector<edge_id>{x, g.outputs(a)[0], g.outputs(b)[0], g.outputs(b)[1], g.outputs(c)[0]});
 
   // Remove b: c now reads a's output directly.
   const edge_id eb0 = g.outputs(b)[0];

@@ -1,6 +1,6 @@
 // Execution order of rewrite-added nodes: they run where the code they stand for ran, which
 // matters when an in-place operator writes a tensor that other nodes read.
-#include <tfg/graph.hpp>
+#include "tfg/graph.hpp"
 
 #include <doctest/doctest.h>
 

@@ -22,9 +22,7 @@ using namespace tfg::graph;
 using tfg::test::graph_t;
 using tfg::test::snapshot;
 
-std::vector<use> uses(const graph_t& g, edge_id e) {
-  return {g.consumers(e).begin(), g.consumers(e).end()};
-}
+std::vector<use> uses(const graph_t& g, edge_id e) { return {g.consumers(e).begin(), g.consumers(e).end()}; }
 std::vector<edge_id> ids(std::span<const edge_id> s) { return {s.begin(), s.end()}; }
 edge_id out(const graph_t& g, node_id n, std::size_t i = 0) { return g.outputs(n)[i]; }
 
@@ -379,8 +377,7 @@ TEST_CASE("rejected: reading an edge whose producer the rewrite removes is a dea
   tx.remove_node(t.b);
   const staged_node n = tx.new_node(110, {out(t.g, t.b)}, {111});
   tx.replace_uses(out(t.g, t.b), n);
-  expect_rejected(t.g, tx, rewrite_error_kind::dead_reference,
-                  "new#0 input 0 reads e2, produced by removed node n1");
+  expect_rejected(t.g, tx, rewrite_error_kind::dead_reference, "new#0 input 0 reads e2, produced by removed node n1");
   auto tx2 = t.g.begin_rewrite();
   tx2.remove_node(t.b);
   tx2.replace_uses(out(t.g, t.b), out(t.g, t.a));
@@ -394,8 +391,7 @@ TEST_CASE("rejected: rewiring an input of a node the rewrite removes") {
   tx.remove_node(t.c);
   tx.replace_uses(out(t.g, t.c), out(t.g, t.b));
   tx.rewire(use{t.c, 0}, t.x);
-  expect_rejected(t.g, tx, rewrite_error_kind::removed_input,
-                  "rewire(n2:0, e0): n2 is removed by this rewrite");
+  expect_rejected(t.g, tx, rewrite_error_kind::removed_input, "rewire(n2:0, e0): n2 is removed by this rewrite");
 }
 
 TEST_CASE("rejected: bad slots") {
@@ -420,11 +416,8 @@ struct model_op {
 };
 
 bool model_has_cycle(const graph_t& g, const std::vector<node_id>& removed,
-                     const std::vector<std::vector<value_ref>>& staged_inputs,
-                     const std::vector<model_op>& ops) {
-  const auto is_removed = [&](node_id n) {
-    return std::find(removed.begin(), removed.end(), n) != removed.end();
-  };
+                     const std::vector<std::vector<value_ref>>& staged_inputs, const std::vector<model_op>& ops) {
+  const auto is_removed = [&](node_id n) { return std::find(removed.begin(), removed.end(), n) != removed.end(); };
   // Vertex numbering: existing nodes by index, staged k at capacity + k.
   const std::size_t base = g.node_capacity();
   std::unordered_map<use, value_ref> final_input;
@@ -524,8 +517,7 @@ TEST_CASE("fuzz: random transactions on random DAGs keep the graph valid") {
         }
         // Mostly boundary edges (valid), sometimes any edge (may close a cycle or read a
         // removed node's output).
-        return chance(rng, 0.8) ? boundary[pick(rng, boundary.size())]
-                                : edges[pick(rng, edges.size())];
+        return chance(rng, 0.8) ? boundary[pick(rng, boundary.size())] : edges[pick(rng, edges.size())];
       };
       const std::size_t new_nodes = pick(rng, 3);
       for (std::size_t k = 0; k < new_nodes; ++k) {
@@ -551,8 +543,7 @@ TEST_CASE("fuzz: random transactions on random DAGs keep the graph valid") {
       if (chance(rng, 0.3)) {
         const node_id n = nodes[pick(rng, nodes.size())];
         if (!g.inputs(n).empty()) {
-          const use u{n, static_cast<std::uint32_t>(
-                             pick(rng, g.inputs(n).size() + (chance(rng, 0.1) ? 1 : 0)))};
+          const use u{n, static_cast<std::uint32_t>(pick(rng, g.inputs(n).size() + (chance(rng, 0.1) ? 1 : 0)))};
           const value_ref with = random_value();
           tx.rewire(u, with);
           ops.push_back({false, no_edge, u, with});
@@ -594,9 +585,8 @@ TEST_CASE("fuzz: random transactions on random DAGs keep the graph valid") {
     }
   }
   MESSAGE("outcomes (-1 = accepted, else rewrite_error_kind): "
-          << outcomes[-1] << " accepted, " << outcomes[0] << " dangling, " << outcomes[1]
-          << " cycle, " << outcomes[2] << " dead, " << outcomes[3] << " removed_input, "
-          << outcomes[4] << " bad_slot");
+          << outcomes[-1] << " accepted, " << outcomes[0] << " dangling, " << outcomes[1] << " cycle, " << outcomes[2]
+          << " dead, " << outcomes[3] << " removed_input, " << outcomes[4] << " bad_slot");
   CHECK(outcomes[-1] > 50);
   CHECK(outcomes[static_cast<int>(rewrite_error_kind::cycle)] > 0);
   CHECK(outcomes[static_cast<int>(rewrite_error_kind::dangling_edge)] > 0);

@@ -83,8 +83,7 @@ TEST_CASE("write_dot: boxes, arrows per use, input/output ellipses, escaped labe
   small s;
   std::ostringstream os;
   write_dot(
-      os, s.g, [&](node_id n) -> const std::string& { return s.g.data(n); },
-      [&](edge_id e) { return s.g.data(e); });
+      os, s.g, [&](node_id n) -> const std::string& { return s.g.data(n); }, [&](edge_id e) { return s.g.data(e); });
   CHECK(os.str() ==
         "digraph tfg {\n"
         "  node [shape=box];\n"

@@ -29,14 +29,15 @@ struct site {
                    std::vector{T(dtype::f32, {2, 3})});
     m.add_output(y);
   }
-  bool holds(std::string const& cond) {
-    auto const r = compile_text(op_text("anchor %x", "pattern { %y = aten::add(%x, %w, _) }\nrequire input { " + cond +
-                                                         " }\nreplace { %c = aten::clone(%x, none) rewire consumers(%x) -> %c }"),
-                                syms);
+  bool holds(const std::string& cond) {
+    const auto r =
+        compile_text(op_text("anchor %x", "pattern { %y = aten::add(%x, %w, _) }\nrequire input { " + cond +
+                                              " }\nreplace { %c = aten::clone(%x, none) rewire consumers(%x) -> %c }"),
+                     syms);
     match::workspace ws;
     match::bindings b;
     std::mt19937_64 rng(0);
-    auto const st = match::evaluate(r.operators[0], m, x, b, rng, ws);
+    const auto st = match::evaluate(r.operators[0], m, x, b, rng, ws);
     REQUIRE((st == match::reject_stage::accepted || st == match::reject_stage::input));
     return st == match::reject_stage::accepted;
   }
@@ -145,7 +146,7 @@ TEST_CASE("match builtins: integer conditions decide as the tree walk does, faul
   // Each program is evaluated as compiled and with its marks cleared, on sites of rank 0, 1
   // and 4, on two records whose shapes differ, and with an int parameter that holds a float
   // (a bail to the walk).
-  std::vector<std::string> const conds = {
+  const std::vector<std::string> conds = {
       "rank(%x) == 0 || dim(%x, imin(rank(%x), 2) - 1) * dim(%x, imin(rank(%x), 2) - 1) * ipow(2 * $h + 1, 2) <= 64",
       "rank(%x) == 0 || numel(%x) % (rank(%x) - 1) == 0",
       "dim(%x, 3) > 1",
@@ -157,18 +158,20 @@ TEST_CASE("match builtins: integer conditions decide as the tree walk does, faul
       "ipow($h, rank(%w)) > -(numel(%x) - numel(%w))",
       "any_record(dim(%x, 0) == 3) && rank(%x) + $h > 2",
   };
-  std::string body = "param $h : int in [-3, 3]\nparam $f : float in [0.5, 1.5]\npattern { %y = aten::add(%x, %w, _) }\n";
+  std::string body =
+      "param $h : int in [-3, 3]\nparam $f : float in [0.5, 1.5]\npattern { %y = aten::add(%x, %w, _) }\n";
   body += "require input {\n";
-  for (auto const& c : conds) body += "  " + c + "\n";
+  for (const auto& c : conds) body += "  " + c + "\n";
   body += "}\nreplace { %c = aten::clone(%x, none) rewire consumers(%x) -> %c }";
-  std::vector<std::vector<state::tensor_state>> sites = {
-      {T(dtype::f32, {})}, {T(dtype::f32, {7})}, {T(dtype::f32, {2, 3, 4, 5})},
-      {T(dtype::f32, {3, 8}), T(dtype::f32, {1, 8, 2})}};
+  std::vector<std::vector<state::tensor_state>> sites = {{T(dtype::f32, {})},
+                                                         {T(dtype::f32, {7})},
+                                                         {T(dtype::f32, {2, 3, 4, 5})},
+                                                         {T(dtype::f32, {3, 8}), T(dtype::f32, {1, 8, 2})}};
   int marked = 0, coded = 0, compared = 0;
-  for (auto const& xs : sites) {
+  for (const auto& xs : sites) {
     site s(xs, {T(dtype::f32, {3, 2}), T(dtype::f32, {4, 2})});
-    auto const r = compile_text(op_text("anchor %x", body), s.syms);
-    auto const& op = r.operators[0];
+    const auto r = compile_text(op_text("anchor %x", body), s.syms);
+    const auto& op = r.operators[0];
     REQUIRE(op.input.size() == conds.size());
     match::workspace ws;
     match::bindings b;
@@ -181,16 +184,16 @@ TEST_CASE("match builtins: integer conditions decide as the tree walk does, faul
         n.fast = match::fast_form::none;
         n.code_len = 0;
       }
-      for (match::attr_value const& h : {match::attr_value(std::int64_t{-3}), match::attr_value(std::int64_t{0}),
-                                        match::attr_value(std::int64_t{1}), match::attr_value(std::int64_t{3}),
-                                        match::attr_value(1.5)}) {
+      for (const match::attr_value& h :
+           {match::attr_value(std::int64_t{-3}), match::attr_value(std::int64_t{0}), match::attr_value(std::int64_t{1}),
+            match::attr_value(std::int64_t{3}), match::attr_value(1.5)}) {
         b.params = {h, match::attr_value(0.75)};
-        auto const E = match::make_env(op, s.m, b);
+        const auto E = match::make_env(op, s.m, b);
         for (std::size_t run = 0; run < 2; ++run) {
           ws.scratch.clear();
-          auto const fast = match::detail::eval_node(op.input[i], op.input[i].root, E, run, ws);
+          const auto fast = match::detail::eval_node(op.input[i], op.input[i].root, E, run, ws);
           ws.scratch.clear();
-          auto const tree = match::detail::eval_tree(walk, walk.root, E, run, ws);
+          const auto tree = match::detail::eval_tree(walk, walk.root, E, run, ws);
           INFO(conds[i], " on site ", &xs - sites.data(), ", $h = ", h.index() == 2 ? std::get<std::int64_t>(h) : 99,
                ", run ", run);
           REQUIRE(fast.k == tree.k);
@@ -250,20 +253,21 @@ TEST_CASE("match builtins: externs are called per run; an unregistered extern is
     return args[0].state->numel >= std::get<std::int64_t>(args[1].value);
   });
   std::string const text = "tfg 1\nextern pred big(tensor, int) -> bool\n" +
-                           op_text("anchor %x", "require input { big(%x, 6) }\nreplace { %c = aten::clone(%x, none) "
-                                                "rewire consumers(%x) -> %c }")
+                           op_text("anchor %x",
+                                   "require input { big(%x, 6) }\nreplace { %c = aten::clone(%x, none) "
+                                   "rewire consumers(%x) -> %c }")
                                .substr(6);
-  auto const parsed = dsl::parse(text, "t.tfg");
+  const auto parsed = dsl::parse(text, "t.tfg");
   REQUIRE(parsed.ok());
-  auto const bad = match::compile(parsed.ast, syms, match::extern_registry{});
+  const auto bad = match::compile(parsed.ast, syms, match::extern_registry{});
   CHECK_FALSE(bad.ok());
   REQUIRE(bad.diagnostics.size() == 1);
   CHECK(bad.diagnostics[0].code == "E009");
-  auto const good = match::compile(parsed.ast, syms, reg);
+  const auto good = match::compile(parsed.ast, syms, reg);
   REQUIRE(good.ok());
   mock_adapter m(syms);
-  auto const x = m.add_input(std::vector{T(dtype::f32, {2, 3}), T(dtype::f32, {3, 3})});
-  auto const z = m.add_input(std::vector{T(dtype::f32, {2, 3}), T(dtype::f32, {1, 3})});
+  const auto x = m.add_input(std::vector{T(dtype::f32, {2, 3}), T(dtype::f32, {3, 3})});
+  const auto z = m.add_input(std::vector{T(dtype::f32, {2, 3}), T(dtype::f32, {1, 3})});
   match::workspace ws;
   match::bindings b;
   std::mt19937_64 rng(0);
@@ -274,17 +278,18 @@ TEST_CASE("match builtins: externs are called per run; an unregistered extern is
 
 TEST_CASE("match builtins: deferred output conditions read replacement states from the probe") {
   match::symbol_table syms;
-  auto const r = compile_text(op_text("anchor %x", "require input { rank(%x) == 2 }\n"
-                                                   "replace { %c = aten::clone(%x, none) rewire consumers(%x) -> %c }\n"
-                                                   "require output { shape(%c) == shape(%x) && !same_storage(%c, %x) }\n"
-                                                   "require internal { rank(%x) == 2 }"),
+  const auto r = compile_text(op_text("anchor %x",
+                                      "require input { rank(%x) == 2 }\n"
+                                      "replace { %c = aten::clone(%x, none) rewire consumers(%x) -> %c }\n"
+                                      "require output { shape(%c) == shape(%x) && !same_storage(%c, %x) }\n"
+                                      "require internal { rank(%x) == 2 }"),
                               syms);
-  auto const& op = r.operators[0];
+  const auto& op = r.operators[0];
   REQUIRE(op.output.size() == 1);
   CHECK(op.output[0].needs_probe);
   CHECK_FALSE(op.internal[0].needs_probe);
   mock_adapter m(syms);
-  auto const x = m.add_input(T(dtype::f32, {2, 3}));
+  const auto x = m.add_input(T(dtype::f32, {2, 3}));
   match::workspace ws;
   match::bindings b;
   std::mt19937_64 rng(0);
@@ -300,35 +305,34 @@ TEST_CASE("match builtins: deferred output conditions read replacement states fr
   CHECK(match::evaluate_deferred(op, m, b, pr, ws) == match::reject_stage::output);
 }
 
-
 TEST_CASE("builtins: same_args holds for one computation done twice, not for siblings that differ") {
   match::symbol_table syms;
   mock_adapter m{syms};
-  auto const x = m.add_input(T(dtype::f32, {2, 3}));
-  auto const w = m.add_input(T(dtype::f32, {2, 3}));
-  auto const two = [&](std::string_view op, std::vector<match::arg_view> args) {
+  const auto x = m.add_input(T(dtype::f32, {2, 3}));
+  const auto w = m.add_input(T(dtype::f32, {2, 3}));
+  const auto two = [&](std::string_view op, std::vector<match::arg_view> args) {
     return m.add_node(op, std::move(args), std::vector{T(dtype::f32, {2, 3})});
   };
-  auto const edge = [](match::edge_id e) { return mock_adapter::edge(e); };
-  auto const constant = [](match::attr_value v) { return mock_adapter::constant(std::move(v)); };
-  auto const r1 = two("aten::relu", {edge(x)});
-  auto const r2 = two("aten::relu", {edge(x)});
-  auto const s1 = two("aten::sigmoid", {edge(x)});
-  auto const m2 = two("aten::mul", {edge(x), constant(2.0)});
-  auto const m2b = two("aten::mul", {edge(x), constant(2.0)});
-  auto const m3 = two("aten::mul", {edge(x), constant(3.0)});
-  auto const a1 = two("aten::add", {edge(x), edge(w), constant(std::int64_t{1})});
-  auto const a2 = two("aten::add", {edge(w), edge(x), constant(std::int64_t{1})});
-  for (auto const e : {r1, r2, s1, m2, m2b, m3, a1, a2}) m.add_output(e);
-  auto const r = compile_text(
-      op_text("anchor %b", "pattern { %a = *(%x, ...) %b = *(%x, ...) %a != %b && same_args(%a, %b) }\n"
-                           "replace { rewire consumers(%b) -> %a }"),
-      syms);
-  auto const& op = r.operators.at(0);
+  const auto edge = [](match::edge_id e) { return mock_adapter::edge(e); };
+  const auto constant = [](match::attr_value v) { return mock_adapter::constant(std::move(v)); };
+  const auto r1 = two("aten::relu", {edge(x)});
+  const auto r2 = two("aten::relu", {edge(x)});
+  const auto s1 = two("aten::sigmoid", {edge(x)});
+  const auto m2 = two("aten::mul", {edge(x), constant(2.0)});
+  const auto m2b = two("aten::mul", {edge(x), constant(2.0)});
+  const auto m3 = two("aten::mul", {edge(x), constant(3.0)});
+  const auto a1 = two("aten::add", {edge(x), edge(w), constant(std::int64_t{1})});
+  const auto a2 = two("aten::add", {edge(w), edge(x), constant(std::int64_t{1})});
+  for (const auto e : {r1, r2, s1, m2, m2b, m3, a1, a2}) m.add_output(e);
+  const auto r = compile_text(op_text("anchor %b",
+                                      "pattern { %a = *(%x, ...) %b = *(%x, ...) %a != %b && same_args(%a, %b) }\n"
+                                      "replace { rewire consumers(%b) -> %a }"),
+                              syms);
+  const auto& op = r.operators.at(0);
   match::workspace ws;
   match::bindings b;
-  auto const matches = [&](match::edge_id anchor) { return match::match_pattern(op, m, anchor, b, ws); };
-  CHECK(matches(r2));   // relu(x) twice
+  const auto matches = [&](match::edge_id anchor) { return match::match_pattern(op, m, anchor, b, ws); };
+  CHECK(matches(r2));  // relu(x) twice
   CHECK(b.values[1] == r1);
   CHECK(matches(m2b));  // mul(x, 2.0) twice
   CHECK(b.values[1] == m2);

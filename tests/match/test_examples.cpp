@@ -20,7 +20,7 @@ using namespace tfg_match_test;
 namespace {
 
 std::string stage_name(dsl::stage s) {
-  constexpr char const* n[] = {"pattern", "input", "internal", "output"};
+  constexpr const char* n[] = {"pattern", "input", "internal", "output"};
   return n[static_cast<int>(s)];
 }
 
@@ -28,27 +28,27 @@ std::string stage_name(dsl::stage s) {
 
 TEST_CASE("match: the operator pool loads and the reference operators' examples behave as declared") {
   match::symbol_table syms;
-  auto const pool = match::load_pool({tfg_test::source_dir() / "operators", tfg_test::source_dir() / "operators" / "extra"},
-                                     syms, externs());
-  for (auto const& d : pool.diagnostics) MESSAGE(d);
-  std::set<std::string> const reference = {"break_alias_with_clone", "swap_activation", "explicit_dtype_roundtrip",
+  const auto pool = match::load_pool(
+      {tfg_test::source_dir() / "operators", tfg_test::source_dir() / "operators" / "extra"}, syms, externs());
+  for (const auto& d : pool.diagnostics) MESSAGE(d);
+  const std::set<std::string> reference = {"break_alias_with_clone", "swap_activation", "explicit_dtype_roundtrip",
                                            "insert_identity_residual", "insert_pool_with_shape_revert"};
   std::set<std::string> found;
   std::size_t agree = 0, examples = 0, skipped = 0;
-  for (auto const& op : pool.operators) {
-    bool const ref = reference.count(op.name) > 0;
+  for (const auto& op : pool.operators) {
+    const bool ref = reference.count(op.name) > 0;
     if (ref) found.insert(op.name);
-    for (auto const& ex : op.ast->examples) {
+    for (const auto& ex : op.ast->examples) {
       // Rejections by deferred (probe) conditions cannot show at the match level.
       bool deferred = false;
-      for (auto const* block : {&op.internal, &op.output})
-        for (auto const& c : *block) deferred = deferred || c.needs_probe;
+      for (const auto* block : {&op.internal, &op.output})
+        for (const auto& c : *block) deferred = deferred || c.needs_probe;
       if (!ex.match && (ex.rejected_by == dsl::stage::internal || ex.rejected_by == dsl::stage::output) && deferred) {
         ++skipped;
         continue;
       }
       ++examples;
-      auto const out = run_example(op, ex, syms);
+      const auto out = run_example(op, ex, syms);
       bool ok = false;
       if (ex.match) ok = out.matched;
       else ok = !out.matched && match::name(out.latest) == stage_name(ex.rejected_by);
@@ -71,22 +71,22 @@ TEST_CASE("match: the operator pool loads and the reference operators' examples 
 // the bindings: on every example graph of every bundled operator, every anchor, 16 seeds.
 TEST_CASE("match: a redrawn candidate's stage is the staged check of its final draw, for every bundled operator") {
   match::symbol_table syms;
-  auto const pool = match::load_pool({tfg_test::source_dir() / "operators", tfg_test::source_dir() / "operators" / "extra"},
-                                     syms, externs());
+  const auto pool = match::load_pool(
+      {tfg_test::source_dir() / "operators", tfg_test::source_dir() / "operators" / "extra"}, syms, externs());
   std::size_t checked = 0, accepted = 0, redrawn_ops = 0;
-  for (auto const& op : pool.operators) {
+  for (const auto& op : pool.operators) {
     redrawn_ops += op.sampled_params;
-    for (auto const& ex : op.ast->examples) {
+    for (const auto& ex : op.ast->examples) {
       mock_adapter m(syms);
       (void)build_example(ex.graph, m);
       match::workspace ws;
       match::bindings b;
-      for (auto const e : m.graph().edges())
+      for (const auto e : m.graph().edges())
         for (std::uint64_t seed = 0; seed < 16; ++seed) {
           std::mt19937_64 rng(seed);
           if (!match::match_pattern(op, m, e, b, ws)) continue;
-          auto const st = match::evaluate_constraints(op, m, b, rng, ws, 4);
-          auto const plain = match::check_constraints(op, m, b, ws);
+          const auto st = match::evaluate_constraints(op, m, b, rng, ws, 4);
+          const auto plain = match::check_constraints(op, m, b, ws);
           INFO("operator " << op.name << ", example at line " << ex.loc.line << ", seed " << seed);
           CHECK(match::name(st) == match::name(plain));
           ++checked;

@@ -22,13 +22,13 @@ using namespace tfg_match_test;
 using state::dtype;
 
 TEST_CASE("legality: the stratified draw shares the sample equally and gives small strata all they have") {
-  std::vector<std::uint64_t> const sizes{1000, 3, 0, 50, 1000};
+  const std::vector<std::uint64_t> sizes{1000, 3, 0, 50, 1000};
   std::mt19937_64 rng(5);
-  auto const s = match::stratified_sample(std::span<const std::uint64_t>(sizes), 100, rng);
+  const auto s = match::stratified_sample(std::span<const std::uint64_t>(sizes), 100, rng);
   CHECK(s.size() == 100);
   std::vector<std::size_t> per(sizes.size(), 0);
   std::set<std::pair<std::uint32_t, std::uint64_t>> seen;
-  for (auto const& x : s) {
+  for (const auto& x : s) {
     REQUIRE(x.stratum < sizes.size());
     CHECK(x.index < sizes[x.stratum]);
     ++per[x.stratum];
@@ -67,26 +67,27 @@ TEST_CASE("legality: the confusion counts and their rates, rejection being the p
 TEST_CASE("legality: every constraint group is judged even when an earlier one fails") {
   match::symbol_table syms;
   mock_adapter m{syms};
-  auto const a = m.add_input(T(dtype::i64, {2, 3}));
-  auto const x = m.add_node("aten::neg", {mock_adapter::edge(a)}, std::vector{T(dtype::i64, {2, 3})});
+  const auto a = m.add_input(T(dtype::i64, {2, 3}));
+  const auto x = m.add_node("aten::neg", {mock_adapter::edge(a)}, std::vector{T(dtype::i64, {2, 3})});
   m.add_output(x);
-  auto const r = compile_text(op_text("anchor %x", "require input { is_floating(%x) }\n"
-                                                   "require internal { rank(%x) == 3 }\n"
-                                                   "require output { numel(%x) == 6 }\n"
-                                                   "replace { %c = aten::clone(%x, none) rewire consumers(%x) -> %c }"),
+  const auto r = compile_text(op_text("anchor %x",
+                                      "require input { is_floating(%x) }\n"
+                                      "require internal { rank(%x) == 3 }\n"
+                                      "require output { numel(%x) == 6 }\n"
+                                      "replace { %c = aten::clone(%x, none) rewire consumers(%x) -> %c }"),
                               syms);
-  auto const& op = r.operators[0];
+  const auto& op = r.operators[0];
   match::bindings b;
   match::workspace ws;
   REQUIRE(match::match_pattern(op, m, x, b, ws));
-  auto const v = match::judge_groups(op, m, b, ws);
+  const auto v = match::judge_groups(op, m, b, ws);
   CHECK(!v.input);
   CHECK(!v.internal);
   CHECK(v.output);
-  CHECK(!match::retains(match::ablations[0], v));                     // full
-  CHECK(!match::retains(match::ablations[1], v));                     // without input: internal still rejects
-  CHECK(!match::retains(match::ablations[2], v));                     // without internal: input rejects
-  CHECK(match::retains(match::ablations[4], v));                      // no constraints
+  CHECK(!match::retains(match::ablations[0], v));  // full
+  CHECK(!match::retains(match::ablations[1], v));  // without input: internal still rejects
+  CHECK(!match::retains(match::ablations[2], v));  // without internal: input rejects
+  CHECK(match::retains(match::ablations[4], v));   // no constraints
   CHECK(match::retains({false, false, true, "input and internal off"}, v));
 }
 
@@ -94,14 +95,17 @@ TEST_CASE("legality: a replacement that bakes a size differing between profiling
   match::symbol_table syms;
   mock_adapter m{syms};
   // Two profiling runs: a batch of one and a batch of two.
-  auto const a = m.add_input(std::vector{T(dtype::f32, {1, 8}), T(dtype::f32, {2, 8})});
-  auto const x = m.add_node("aten::relu", {mock_adapter::edge(a)}, std::vector{T(dtype::f32, {1, 8}), T(dtype::f32, {2, 8})});
+  const auto a = m.add_input(std::vector{T(dtype::f32, {1, 8}), T(dtype::f32, {2, 8})});
+  const auto x =
+      m.add_node("aten::relu", {mock_adapter::edge(a)}, std::vector{T(dtype::f32, {1, 8}), T(dtype::f32, {2, 8})});
   m.add_output(x);
-  auto const r = compile_text(
-      op_text("anchor %x", "param $d : int in [0, 1]\n"
-                           "require input { $d < rank(%x) }\n"
-                           "replace { %c = aten::narrow(%x, $d, 0, dim(%x, $d)) rewire consumers(%x) -> %c }") +
-          op_text("anchor %x", "replace { %n = aten::size(%x, 0) %c = aten::narrow(%x, 0, 0, %n) rewire consumers(%x) -> %c }",
+  const auto r = compile_text(
+      op_text("anchor %x",
+              "param $d : int in [0, 1]\n"
+              "require input { $d < rank(%x) }\n"
+              "replace { %c = aten::narrow(%x, $d, 0, dim(%x, $d)) rewire consumers(%x) -> %c }") +
+          op_text("anchor %x",
+                  "replace { %n = aten::size(%x, 0) %c = aten::narrow(%x, 0, 0, %n) rewire consumers(%x) -> %c }",
                   "relative")
               .substr(6),
       syms);
@@ -122,13 +126,16 @@ TEST_CASE("legality: any_record holds when its condition holds on some profiling
   match::symbol_table syms;
   mock_adapter m{syms};
   // A detector's deepest map: 2x2 on one profiling input, 1x1 on the other.
-  auto const a = m.add_input(std::vector{T(dtype::f32, {1, 4, 2, 2}), T(dtype::f32, {1, 4, 1, 1})});
-  auto const x = m.add_node("aten::relu", {mock_adapter::edge(a)}, std::vector{T(dtype::f32, {1, 4, 2, 2}), T(dtype::f32, {1, 4, 1, 1})});
+  const auto a = m.add_input(std::vector{T(dtype::f32, {1, 4, 2, 2}), T(dtype::f32, {1, 4, 1, 1})});
+  const auto x = m.add_node("aten::relu", {mock_adapter::edge(a)},
+                            std::vector{T(dtype::f32, {1, 4, 2, 2}), T(dtype::f32, {1, 4, 1, 1})});
   m.add_output(x);
-  auto const stage_of = [&](std::string const& cond) {
-    auto const r = compile_text(op_text("anchor %x", "require input { " + cond + " }\n"
-                                                     "replace { %c = aten::clone(%x, none) rewire consumers(%x) -> %c }"),
-                                syms);
+  const auto stage_of = [&](const std::string& cond) {
+    auto const r =
+        compile_text(op_text("anchor %x", "require input { " + cond +
+                                              " }\n"
+                                              "replace { %c = aten::clone(%x, none) rewire consumers(%x) -> %c }"),
+                     syms);
     REQUIRE(r.operators.size() == 1);
     match::bindings b;
     match::workspace ws;
@@ -147,26 +154,27 @@ TEST_CASE("legality: any_record holds when its condition holds on some profiling
 TEST_CASE("legality: an int edge is never an anchor, and state built-ins do not hold on one") {
   match::symbol_table syms;
   mock_adapter m{syms};
-  auto const a = m.add_input(T(dtype::f32, {2, 3}));
-  auto const n = m.add_node("aten::size", {mock_adapter::edge(a), mock_adapter::constant(std::int64_t{0})},
+  const auto a = m.add_input(T(dtype::f32, {2, 3}));
+  const auto n = m.add_node("aten::size", {mock_adapter::edge(a), mock_adapter::constant(std::int64_t{0})},
                             std::vector{mock_adapter::scalar_int(2)});
   m.add_output(n);
-  auto const r = compile_text(
-      op_text("anchor %x", "require input { layout(%x) == strided }\n"
-                           "replace { %c = aten::detach(%x) rewire consumers(%x) -> %c }") +
-          op_text("anchor %x", "pattern { %s = aten::size(%x, _) }\n"
-                               "require input { layout(%s) == strided }\n"
-                               "replace { %c = aten::detach(%x) rewire consumers(%x) -> %c }",
-                  "of_size")
-              .substr(6),
-      syms);
+  const auto r = compile_text(op_text("anchor %x",
+                                      "require input { layout(%x) == strided }\n"
+                                      "replace { %c = aten::detach(%x) rewire consumers(%x) -> %c }") +
+                                  op_text("anchor %x",
+                                          "pattern { %s = aten::size(%x, _) }\n"
+                                          "require input { layout(%s) == strided }\n"
+                                          "replace { %c = aten::detach(%x) rewire consumers(%x) -> %c }",
+                                          "of_size")
+                                      .substr(6),
+                              syms);
   REQUIRE(r.operators.size() == 2);
   match::bindings b;
   match::workspace ws;
   // The size is not an anchor (dsl/spec.md section 15, "Anchor kind"): the pattern stage, as
   // the summary prefilter decides.
   CHECK(!match::match_pattern(r.operators[0], m, n, b, ws));
-  auto const summary = match::summarize(m);
+  const auto summary = match::summarize(m);
   CHECK(match::prefilter_check(r.operators[0].pre, summary[tfg::graph::index(n)]) == match::reject_stage::pattern);
   REQUIRE(match::match_pattern(r.operators[0], m, a, b, ws));
   CHECK(match::check_constraints(r.operators[0], m, b, ws) == match::reject_stage::accepted);
@@ -177,10 +185,10 @@ TEST_CASE("legality: an int edge is never an anchor, and state built-ins do not 
 
 TEST_CASE("legality: an operator that requires an absent device is moved out of the pool") {
   match::symbol_table syms;
-  auto r = compile_text(op_text("requires cuda anchor %x", "replace { %c = aten::clone(%x, none) rewire consumers(%x) -> %c }") +
-                            op_text("anchor %x", "replace { %c = aten::clone(%x, none) rewire consumers(%x) -> %c }", "u")
-                                .substr(6),
-                        syms);
+  auto r = compile_text(
+      op_text("requires cuda anchor %x", "replace { %c = aten::clone(%x, none) rewire consumers(%x) -> %c }") +
+          op_text("anchor %x", "replace { %c = aten::clone(%x, none) rewire consumers(%x) -> %c }", "u").substr(6),
+      syms);
   REQUIRE(r.operators.size() == 2);
   CHECK(r.operators[0].requires_device == "cuda");
   CHECK(r.operators[1].requires_device.empty());

@@ -30,16 +30,16 @@ struct scratch {
     fs::create_directories(dir);
   }
   ~scratch() { fs::remove_all(dir); }
-  fs::path write(std::string const& name, std::string const& text) const {
-    auto const p = dir / name;
+  fs::path write(const std::string& name, const std::string& text) const {
+    const auto p = dir / name;
     fs::create_directories(p.parent_path());
     std::ofstream(p) << text;
     return p;
   }
 };
 
-bool mentions(match::pool const& p, std::string const& what) {
-  for (auto const& d : p.diagnostics)
+bool mentions(const match::pool& p, const std::string& what) {
+  for (const auto& d : p.diagnostics)
     if (d.find(what) != std::string::npos) return true;
   return false;
 }
@@ -48,8 +48,8 @@ bool mentions(match::pool const& p, std::string const& what) {
 
 TEST_CASE("pool: a single .tfg file is an operator path") {
   match::symbol_table syms;
-  auto const file = tfg_test::source_dir() / "operators" / "operator" / "adaptive_avg_pool_to_mean.tfg";
-  auto const p = match::load_pool({file}, syms, externs());
+  const auto file = tfg_test::source_dir() / "operators" / "operator" / "adaptive_avg_pool_to_mean.tfg";
+  const auto p = match::load_pool({file}, syms, externs());
   CHECK(p.ok());
   CHECK(p.files == 1);
   REQUIRE(p.operators.size() == 1);
@@ -58,31 +58,31 @@ TEST_CASE("pool: a single .tfg file is an operator path") {
 
 TEST_CASE("pool: the bundled pool is the paper's Table 1; operators/extra is read only when given") {
   match::symbol_table syms;
-  auto const root = tfg_test::source_dir() / "operators";
-  auto const bundled = match::load_pool({root}, syms, externs());
-  for (auto const& d : bundled.diagnostics) MESSAGE(d);
+  const auto root = tfg_test::source_dir() / "operators";
+  const auto bundled = match::load_pool({root}, syms, externs());
+  for (const auto& d : bundled.diagnostics) MESSAGE(d);
   REQUIRE(bundled.ok());
   CHECK(bundled.operators.size() == 147);
   CHECK(match::cell_counts(bundled.operators) == match::paper_cells);
   std::set<std::string> names;
-  for (auto const& op : bundled.operators) names.insert(op.name);
+  for (const auto& op : bundled.operators) names.insert(op.name);
   CHECK(names.count("delete_identity_op") == 0);  // in operators/extra/
   match::symbol_table syms2;
-  auto const both = match::load_pool({root, root / "extra"}, syms2, externs());
+  const auto both = match::load_pool({root, root / "extra"}, syms2, externs());
   REQUIRE(both.ok());
   CHECK(both.operators.size() > bundled.operators.size());
   bool extra_seen = false;
-  for (auto const& op : both.operators) extra_seen = extra_seen || op.name == "delete_identity_op";
+  for (const auto& op : both.operators) extra_seen = extra_seen || op.name == "delete_identity_op";
   CHECK(extra_seen);
 }
 
 TEST_CASE("pool: a missing path or another kind of file is E048") {
   scratch s;
   match::symbol_table syms;
-  auto const missing = match::load_pool({s.dir / "nope"}, syms, externs());
+  const auto missing = match::load_pool({s.dir / "nope"}, syms, externs());
   CHECK(!missing.ok());
   CHECK(mentions(missing, "error[E048]: no such folder or file"));
-  auto const other = match::load_pool({s.write("notes.txt", "tfg 1\n")}, syms, externs());
+  const auto other = match::load_pool({s.write("notes.txt", "tfg 1\n")}, syms, externs());
   CHECK(!other.ok());
   CHECK(mentions(other, "error[E048]: not a folder or a .tfg file"));
 }
@@ -90,11 +90,11 @@ TEST_CASE("pool: a missing path or another kind of file is E048") {
 TEST_CASE("pool: an empty folder or a header-only file declares nothing: E049") {
   scratch s;
   match::symbol_table syms;
-  auto const empty = match::load_pool({s.dir}, syms, externs());
+  const auto empty = match::load_pool({s.dir}, syms, externs());
   CHECK(!empty.ok());
   CHECK(mentions(empty, "error[E049]: no operator or requirement declaration in 0 .tfg file(s)"));
   s.write("only_header.tfg", "tfg 1\n// nothing here\n");
-  auto const header = match::load_pool({s.dir}, syms, externs());
+  const auto header = match::load_pool({s.dir}, syms, externs());
   CHECK(!header.ok());
   CHECK(header.files == 1);
   CHECK(mentions(header, "error[E049]"));

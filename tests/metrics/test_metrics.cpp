@@ -1,5 +1,5 @@
 // The backend-neutral metrics: value classes, test-space totals, tracker ratios, checkpoints.
-#include <tfg/metrics/metrics.hpp>
+#include "tfg/metrics/metrics.hpp"
 
 #include <doctest/doctest.h>
 
@@ -88,8 +88,8 @@ TEST_CASE("metrics: known fractions and macro-averaging over operators") {
   o.inputs.push_back({"x::a", "self", 7});
   o.inputs.push_back({"x::a", "self", 8});
   o.inputs.push_back({"x::b", "other", 7});
-  o.inputs.push_back({"x::z", "self", 7});     // outside U: ignored
-  o.inputs.push_back({"x::a", "weight", 7});   // not a slot: ignored
+  o.inputs.push_back({"x::z", "self", 7});       // outside U: ignored
+  o.inputs.push_back({"x::a", "weight", 7});     // not a slot: ignored
   o.inputs.push_back({"x::a", "self", 100000});  // out of range: ignored
   o.params.push_back({"x::a", "dim:int", 2});
   o.params.push_back({"x::b", "flag:bool?", 2});  // the None bin
@@ -101,7 +101,7 @@ TEST_CASE("metrics: known fractions and macro-averaging over operators") {
   o.signatures.push_back({"x::a", "x::b", "Tensor", 1});
   o.signatures.push_back({"x::a", "x::b", "nope", 2});  // overload outside the space: raw only
   o.signatures.push_back({"x::a", "x::a", "", 3});
-  o.signatures.push_back({"x::z", "x::a", "", 4});      // raw only
+  o.signatures.push_back({"x::z", "x::a", "", 4});  // raw only
   o.apis = {"x::a", "x::b", "prim::Constant"};
   t.observe(o);
 

@@ -15,7 +15,8 @@ using tfg::oracle::normalise_message;
 TEST_CASE("normalise_message: the model file's name is not part of the message") {
   // A finding's reruns and repro run the same model under another name.
   const auto a = normalise_message("float64_reference: /tmp/c/current.pt (float64): node 12 (aten::linear) failed");
-  const auto b = normalise_message("float64_reference: /tmp/c/findings/0a1b/mutant.pt (float64): node 12 (aten::linear) failed");
+  const auto b =
+      normalise_message("float64_reference: /tmp/c/findings/0a1b/mutant.pt (float64): node 12 (aten::linear) failed");
   CHECK(a == b);
   CHECK(a.find("MODEL.pt") != std::string::npos);
   CHECK(normalise_message("seed_v2.pt: bad") == normalise_message("x.pt: bad"));
@@ -71,9 +72,8 @@ TEST_CASE("finding: normalisation masks numbers, addresses, paths and shapes") {
       "Exception raised from infer_size_impl at /other/build/ExpandUtils.cpp:35 (most recent "
       "call first):\nframe #0: something else entirely\n";
   CHECK(normalise_message(a) == normalise_message(b));
-  CHECK(
-      normalise_message(a) ==
-      "The size of tensor a (N) must match the size of tensor b (N) at non-singleton dimension N");
+  CHECK(normalise_message(a) ==
+        "The size of tensor a (N) must match the size of tensor b (N) at non-singleton dimension N");
 
   // Addresses and absolute paths.
   CHECK(normalise_message("invalid pointer 0x7ffd5e8a1c20 in /home/u/x/lib/libtorch_cpu.so") ==
@@ -87,8 +87,7 @@ TEST_CASE("finding: normalisation masks numbers, addresses, paths and shapes") {
   CHECK(normalise_message("shape [1, 3, 64]") != normalise_message("shape [1, 3, 64, 64]"));
   CHECK(normalise_message("mat1 and mat2 shapes cannot be multiplied (4x8 and 16x2)") ==
         "mat1 and mat2 shapes cannot be multiplied (NxN and NxN)");
-  CHECK(normalise_message(
-            "CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 23.65 GiB total)") ==
+  CHECK(normalise_message("CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 23.65 GiB total)") ==
         "CUDA out of memory. Tried to allocate N GiB (GPU N; N GiB total)");
 
   // Numbers inside identifiers stay: different operators and dtypes remain distinguishable.

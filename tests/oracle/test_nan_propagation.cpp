@@ -55,14 +55,14 @@ TEST_CASE("nan propagation: elementwise, preserve and any rules over F(e) counts
   const auto x = f.g.add_input(0);
   f.prof[graph::index(x)].runs = {t(12, 2)};
   const auto bias = f.g.add_input(0);
-  f.prof[graph::index(bias)].runs = {t(3, 1)};  // broadcast to 12: at least 4 NaN out
-  f.add("aten::relu", {x}, t(12, 2));            // kept: fine
+  f.prof[graph::index(bias)].runs = {t(3, 1)};           // broadcast to 12: at least 4 NaN out
+  f.add("aten::relu", {x}, t(12, 2));                    // kept: fine
   const auto lost = f.add("aten::relu", {x}, t(12, 1));  // one NaN lost
-  f.add("aten::add", {x, bias}, t(12, 4));       // 4 >= 2 and 4 >= 1 x 12 / 3: fine
-  f.add("aten::add", {x, bias}, t(12, 3));       // the bias NaN should cover 4 elements
-  f.add("aten::cat", {x, bias}, t(15, 3));       // keeps both inputs' NaN: fine
-  f.add("aten::sum", {x}, t(1, 0));              // a reduction that swallowed NaN
-  f.add("aten::where", {x}, t(12, 0));           // no rule: never judged
+  f.add("aten::add", {x, bias}, t(12, 4));               // 4 >= 2 and 4 >= 1 x 12 / 3: fine
+  f.add("aten::add", {x, bias}, t(12, 3));               // the bias NaN should cover 4 elements
+  f.add("aten::cat", {x, bias}, t(15, 3));               // keeps both inputs' NaN: fine
+  f.add("aten::sum", {x}, t(1, 0));                      // a reduction that swallowed NaN
+  f.add("aten::where", {x}, t(12, 0));                   // no rule: never judged
   (void)lost;
   const auto v = f.check(rules);
   REQUIRE(v.size() == 3);
@@ -100,7 +100,8 @@ TEST_CASE("nan propagation: 'from %self' judges only the operand whose values fl
   CHECK(oracle::to_string(oracle::nan_spec{nan_rule::preserve, 0}) == "preserve@0");
   CHECK(*oracle::parse_nan_rule("preserve@0") == oracle::nan_spec{nan_rule::preserve, 0});
   CHECK(*oracle::parse_nan_rule("any") == oracle::nan_spec{nan_rule::any});
-  for (const char* bad : {"preserve@", "preserve@x", "@0", "keep@1", "preserve@12345"}) CHECK_FALSE(oracle::parse_nan_rule(bad));
+  for (const char* bad : {"preserve@", "preserve@x", "@0", "keep@1", "preserve@12345"})
+    CHECK_FALSE(oracle::parse_nan_rule(bad));
 }
 
 }  // namespace tfg_test_oracle_nan_propagation

@@ -277,7 +277,7 @@ TEST_CASE("select/fixed_priority: the earliest candidate of the highest-priority
   CHECK(p.select(cs, std::vector<std::uint32_t>{1, 9, 3, 3, 7, 2}, r) == 2);
   CHECK(p.select(cs, std::vector<std::uint32_t>{1, 9, 0, 0, 9, 2}, r) == 1);
   CHECK(p.select(cs, std::vector<std::uint32_t>{1, 4, 0, 0, 8, 2}, r) == 0);  // none listed
-  p.update(cs[0], 5, 1.0);  // learns nothing
+  p.update(cs[0], 5, 1.0);                                                    // learns nothing
   CHECK(p.select(cs, std::vector<std::uint32_t>{1, 9, 3, 3, 5, 5}, r) == 4);
 }
 

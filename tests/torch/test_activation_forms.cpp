@@ -2,12 +2,12 @@
 // tfg::tanhshrink and tfg::softsign are values of op-typed parameters, drawn by the bundled
 // insert_activation and swap_activation like aten activations, and expand into aten ops that
 // compute the activation they name.
-#include <tfg/match/candidates.hpp>
-#include <tfg/match/pool.hpp>
-#include <tfg/torch/externs.hpp>
-#include <tfg/torch/match_adapter.hpp>
-#include <tfg/torch/mutate.hpp>
-#include <tfg/torch/torch.hpp>
+#include "tfg/match/candidates.hpp"
+#include "tfg/match/pool.hpp"
+#include "tfg/torch/externs.hpp"
+#include "tfg/torch/match_adapter.hpp"
+#include "tfg/torch/mutate.hpp"
+#include "tfg/torch/torch.hpp"
 
 #include <doctest/doctest.h>
 
@@ -146,7 +146,8 @@ operator bad_form_in_pattern
   fs::remove_all(dir);
 }
 
-TEST_CASE("kernel_for: a trial execution says which dtype an op has a kernel for, and lower_op_precision_f16 follows it") {
+TEST_CASE(
+    "kernel_for: a trial execution says which dtype an op has a kernel for, and lower_op_precision_f16 follows it") {
   const c10::Device cpu(c10::kCPU);
   CHECK(tt::kernel_runs("aten::relu", c10::kBFloat16, cpu) == std::optional<bool>(true));
   CHECK(tt::kernel_runs("aten::sin", c10::kFloat, cpu) == std::optional<bool>(true));

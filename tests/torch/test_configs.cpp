@@ -2,12 +2,12 @@
 // every available configuration agrees with the op-by-op reference on the default seed; the
 // float64 configuration leaves integer and bool tensors alone; the verdict kinds; errors never
 // throw. "config zoo" measures every configuration on every zoo seed (only with TFG_ZOO_DIR).
-#include <tfg/oracle/verdict.hpp>
-#include <tfg/torch/compare.hpp>
-#include <tfg/torch/configs.hpp>
-#include <tfg/torch/import.hpp>
-#include <tfg/torch/inputs.hpp>
-#include <tfg/torch/localise.hpp>
+#include "tfg/oracle/verdict.hpp"
+#include "tfg/torch/compare.hpp"
+#include "tfg/torch/configs.hpp"
+#include "tfg/torch/import.hpp"
+#include "tfg/torch/inputs.hpp"
+#include "tfg/torch/localise.hpp"
 
 #include <doctest/doctest.h>
 #include <torch/csrc/jit/ir/irparser.h>
@@ -73,9 +73,9 @@ TEST_CASE("config list: every configuration is named, described, and CUDA ones s
     CHECK_FALSE(c.description.empty());
     if (!c.available) CHECK_FALSE(c.why_not.empty());
   }
-  for (const char* n : {"eager_op_by_op", "graph_executor", "frozen_optimized", "float64_reference", "channels_last",
-                        "threads_1_vs_n", "autograd_eager", "autograd_float64", "autograd", "cuda_eager",
-                        "cuda_graph_executor"})
+  for (const char* n :
+       {"eager_op_by_op", "graph_executor", "frozen_optimized", "float64_reference", "channels_last", "threads_1_vs_n",
+        "autograd_eager", "autograd_float64", "autograd", "cuda_eager", "cuda_graph_executor"})
     CHECK(names.count(n) == 1);
   for (const char* n : {"cuda_eager", "cuda_graph_executor"}) {
     const auto c = tt::find_config(n);
@@ -398,7 +398,7 @@ graph(%x : Tensor):
   const auto& xn = noisy[0][0].toTensor();
   CHECK((xn.scalar_type() == x.scalar_type()));
   CHECK(!at::equal(xn, x));
-  CHECK(((xn - x).abs() <= x.abs() * 0x1p-22).all().item<bool>());  // at most about one ulp
+  CHECK(((xn - x).abs() <= x.abs() * 0x1p-22).all().item<bool>());                   // at most about one ulp
   CHECK(at::equal(tt::perturbed_inputs(in, 0x1p-23, 0x5eed)[0][0].toTensor(), xn));  // deterministic
 
   const auto self = tt::run_config("eager_op_by_op", cm, noisy);
@@ -469,8 +469,7 @@ TEST_CASE("config zoo: every configuration on every seed") {
     std::erase_if(seeds, [&](const fs::path& p) { return p.stem().string().find(only) == std::string::npos; });
   tt::run_options opt;
   opt.max_inputs = 1;
-  std::printf("%-20s %-20s %-17s %10s %10s %9s %s\n", "seed", "config", "verdict", "max_abs", "max_rel", "ms",
-              "note");
+  std::printf("%-20s %-20s %-17s %10s %10s %9s %s\n", "seed", "config", "verdict", "max_abs", "max_rel", "ms", "note");
   for (const auto& seed : seeds) {
     const auto name = seed.stem().string();
     tt::model m;
@@ -556,8 +555,9 @@ TEST_CASE("config zoo calibration: seed-level false alarms per (k, floor) choice
         }
     }
   }
-  std::printf("seed-level false alarms over %zu seeds, %d configuration pairs (k = reference slack, c = floor in ulp x rms)\n",
-              seeds.size(), pairs);
+  std::printf(
+      "seed-level false alarms over %zu seeds, %d configuration pairs (k = reference slack, c = floor in ulp x rms)\n",
+      seeds.size(), pairs);
   std::printf("%6s", "k \\ c");
   for (double cf : cs) std::printf(" %8.0f", cf);
   std::printf("\n");
@@ -597,7 +597,7 @@ TEST_CASE("a new worker removes the Python worker folders its killed predecessor
   const auto root = fs::temp_directory_path() / ("tfg-sweep-" + std::to_string(::getpid()));
   fs::remove_all(root);
   const auto w0 = root / "workers" / "0", w1 = root / "workers" / "1";
-  fs::create_directories(w0 / "compiled-999999999-0");  // beyond pid_max: no such process
+  fs::create_directories(w0 / "compiled-999999999-0");                             // beyond pid_max: no such process
   fs::create_directories(w0 / ("compiled-" + std::to_string(::getpid()) + "-3"));  // this process: alive
   { std::ofstream(w0 / "compiled-999999999-0" / "program.pt2") << "x"; }
   fs::create_directories(w0 / "other");  // not the Python worker's: stays

@@ -1,11 +1,11 @@
 // Constraints decided before execution (infer.hpp): shapes and dtypes of a mutant inferred on
 // meta tensors agree with what the mutant computes when it runs, and what they refute is
 // illegal when it runs.
-#include <tfg/match/candidates.hpp>
-#include <tfg/match/pool.hpp>
-#include <tfg/torch/externs.hpp>
-#include <tfg/torch/infer.hpp>
-#include <tfg/torch/torch.hpp>
+#include "tfg/match/candidates.hpp"
+#include "tfg/match/pool.hpp"
+#include "tfg/torch/externs.hpp"
+#include "tfg/torch/infer.hpp"
+#include "tfg/torch/torch.hpp"
 
 #include <doctest/doctest.h>
 
@@ -36,7 +36,8 @@ graph(%x : Tensor, %w1 : Tensor, %b1 : Tensor, %w2 : Tensor, %b2 : Tensor):
   %h : Tensor = aten::linear(%x, %w1, %b1)
   %r : Tensor = aten::relu(%h)
   %y : Tensor = aten::linear(%r, %w2, %b2)
-  return (%y))IR", "two_linears.ir");
+  return (%y))IR",
+                       "two_linears.ir");
 }
 
 tt::model conv_net() {
@@ -52,7 +53,8 @@ graph(%x : Tensor, %w : Tensor, %b : Tensor):
   %k : int[] = prim::Constant[value=[2, 2]]()
   %p : Tensor = aten::max_pool2d(%r, %k, %k, %z, %s, %f)
   %fl : Tensor = aten::flatten(%p, %one, %one)
-  return (%fl))IR", "conv_net.ir");
+  return (%fl))IR",
+                       "conv_net.ir");
 }
 
 struct seed {
@@ -184,7 +186,8 @@ std::string halve_operator(const std::string& name, const std::string& doc, cons
   require input { rank(%x) == 4 && is_floating(%x) && dim(%x, 2) >= 2 && dim(%x, 3) >= 2 }
   replace {
     %p = aten::max_pool2d(%x, [2, 2], [2, 2], [0, 0], [1, 1], false)
-)" + revert + R"(    rewire consumers(%x) -> %r
+)" + revert +
+         R"(    rewire consumers(%x) -> %r
   }
   require output { shape(%r) == shape(%x) && dtype(%r) == dtype(%x) }
   example match {
@@ -220,17 +223,17 @@ TEST_CASE("inferred shapes and dtypes agree with the probe on every candidate of
   auto pool = tm::load_pool({fs::path(TFG_SOURCE_DIR) / "operators"}, symbols, tt::torch_externs(ctx));
   REQUIRE(pool.ok());
   seed mix{tt::torchscript_importer().load(std::string(TFG_SOURCE_DIR) + "/tests/data/tiny_mix.pt"),
-           tt::load_inputs(std::string(TFG_SOURCE_DIR) + "/tests/data/tiny_mix.inputs.pt"), {}};
+           tt::load_inputs(std::string(TFG_SOURCE_DIR) + "/tests/data/tiny_mix.inputs.pt"),
+           {}};
   mix.prof = tt::profiler().run(mix.m, mix.inputs);
   const auto t1 = agree_with_probe(mix, pool, symbols, *ctx);
   seed conv{conv_net(), {}, {}};
-  for (int n : {1, 2})
-    conv.inputs.push_back({at::randn({n, 3, 8, 8}), at::randn({4, 3, 3, 3}) * 0.3, at::randn({4})});
+  for (int n : {1, 2}) conv.inputs.push_back({at::randn({n, 3, 8, 8}), at::randn({4, 3, 3, 3}) * 0.3, at::randn({4})});
   conv.prof = tt::profiler().run(conv.m, conv.inputs);
   const auto t2 = agree_with_probe(conv, pool, symbols, *ctx);
   MESSAGE("tiny_mix: " << t1.candidates << " mutants, " << t1.refused << " refused before execution, " << t1.compared
-                       << " inferred states compared (" << t1.dtype_compared << " with dtype); conv_net: " << t2.candidates
-                       << " mutants, " << t2.refused << " refused, " << t2.compared << " compared");
+                       << " inferred states compared (" << t1.dtype_compared << " with dtype); conv_net: "
+                       << t2.candidates << " mutants, " << t2.refused << " refused, " << t2.compared << " compared");
   // The comparison is not vacuous: inference reaches the values of most mutants.
   CHECK(t1.compared > 100);
   CHECK(t2.compared > 20);
@@ -365,13 +368,15 @@ operator test_claim_zeros
   fs::remove_all(dir);
 }
 
-TEST_CASE("a shape revert is kept on inputs of several sizes when its amounts agree, refused before execution when not") {
+TEST_CASE(
+    "a shape revert is kept on inputs of several sizes when its amounts agree, refused before execution when not") {
   // tfg::revert_shape bakes the first input's pad amounts: right for every input when the
   // reverted value has the target's shape on each (a 3x3 pool shrinks any map by 2), wrong
   // when the amounts depend on the size (a stride-2 pool halves it: 8 -> 4, 6 -> 3).
-  const auto dir = write_operators(
-      "revert", halve_operator("test_halve_with_revert", "Halves a map, then pads it back: the amounts depend on the map's size.",
-                               "    %r = tfg::revert_shape(%p, %x, 0.0)\n"));
+  const auto dir =
+      write_operators("revert", halve_operator("test_halve_with_revert",
+                                               "Halves a map, then pads it back: the amounts depend on the map's size.",
+                                               "    %r = tfg::revert_shape(%p, %x, 0.0)\n"));
   auto s = conv_net_two_sizes();
   const auto d =
       decide_all(s, {dir, fs::path(TFG_SOURCE_DIR) / "operators/operator/insert_pool_with_shape_revert.tfg"});
@@ -481,7 +486,8 @@ operator test_write_constant
   for (const auto& d : pool.diagnostics) MESSAGE(d);
   REQUIRE(pool.ok());
   seed mix{tt::torchscript_importer().load(std::string(TFG_SOURCE_DIR) + "/tests/data/tiny_mix.pt"),
-           tt::load_inputs(std::string(TFG_SOURCE_DIR) + "/tests/data/tiny_mix.inputs.pt"), {}};
+           tt::load_inputs(std::string(TFG_SOURCE_DIR) + "/tests/data/tiny_mix.inputs.pt"),
+           {}};
   mix.prof = tt::profiler().run(mix.m, mix.inputs);
   tt::torch_match_adapter a(mix.m, mix.prof, symbols);
   *ctx = {&mix.m, &mix.prof};
@@ -530,7 +536,7 @@ graph(%x : Tensor, %k : Tensor):
   %r : Tensor = aten::relu(%v)
   return (%r))IR";
   seed s = profiled(model_from_ir(ir, "traced_size.ir"), {{at::randn({1, 3, 16, 16}), at::randn({2, 3, 3, 3})},
-                                                         {at::randn({2, 3, 24, 24}), at::randn({2, 3, 3, 3})}});
+                                                          {at::randn({2, 3, 24, 24}), at::randn({2, 3, 3, 3})}});
   // The bundled operator, one scale at a time (a candidate draws one).
   std::ifstream in(fs::path(TFG_SOURCE_DIR) / "operators/tensor/change_input_resolution.tfg");
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -546,7 +552,8 @@ graph(%x : Tensor, %k : Tensor):
     const auto& [op, anchor, mu, before, probe] = d->all.front();
     // 16 and 24 rows become 8 and 12, 12 and 18, 20 and 30, 24 and 36, 32 and 48: the view
     // needs a multiple of 4 on both inputs. Inference and the run agree on each scale.
-    CHECK_MESSAGE(before.has_value() == probe.has_value(), "scale " << scale << ": " << (before ? before->message : "kept"));
+    CHECK_MESSAGE(before.has_value() == probe.has_value(),
+                  "scale " << scale << ": " << (before ? before->message : "kept"));
     legal += !before && !probe;
     refused += before.has_value();
     if (!before && !probe) {
@@ -627,7 +634,8 @@ graph(%x : Tensor):
     bool reads_batch = false;
     for (const auto n : mu.added) {
       const auto& nd = mu.graph_model.graph.data(n);
-      if (nd.kind.toQualString() != std::string("aten::reshape") && nd.kind.toQualString() != std::string("aten::view")) continue;
+      if (nd.kind.toQualString() != std::string("aten::reshape") && nd.kind.toQualString() != std::string("aten::view"))
+        continue;
       REQUIRE(nd.args.size() == 2);
       reads_batch = nd.args[1].how == tt::argument::form::list && nd.args[1].items.size() >= 2 &&
                     nd.args[1].items[0].is_edge && !nd.args[1].items[1].is_edge;

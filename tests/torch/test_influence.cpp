@@ -3,9 +3,9 @@
 // without a path to the output get 0, the perturbation estimate agrees with the gradient on
 // smooth ops, and a node without a derivative (aten::_native_multi_head_attention) leaves its
 // upstream edges to perturbation. "zoo influence" times resnet18 / vit when the zoo is built.
-#include <tfg/torch/import.hpp>
-#include <tfg/torch/influence.hpp>
-#include <tfg/torch/inputs.hpp>
+#include "tfg/torch/import.hpp"
+#include "tfg/torch/influence.hpp"
+#include "tfg/torch/inputs.hpp"
 
 #include <doctest/doctest.h>
 #include <torch/csrc/jit/ir/irparser.h>
@@ -121,7 +121,7 @@ graph(%x : Tensor):
   CHECK(p.g("aten::relu_") == doctest::Approx(1.0));
   CHECK(p.g("aten::mul") == doctest::Approx(0.5));  // d sum(relu(a)) / da, not d/d relu(a)
   CHECK(p.g("aten::add_") == doctest::Approx(1.0));
-  CHECK(p.g("in", 0) == doctest::Approx(2.5));      // via 3x then relu: 1.5, via add_: 1
+  CHECK(p.g("in", 0) == doctest::Approx(2.5));  // via 3x then relu: 1.5, via add_: 1
   CHECK(r.perturbed_edges == 0);
 }
 
@@ -162,7 +162,8 @@ graph(%x : Tensor, %w : Tensor):
   %y : Tensor = aten::sigmoid(%p)
   return (%y)
 )IR");
-  const std::pair<const char*, std::size_t> edges[] = {{"in", 0}, {"in", 1}, {"aten::tanh", 0}, {"aten::mul", 0}, {"aten::sigmoid", 0}};
+  const std::pair<const char*, std::size_t> edges[] = {
+      {"in", 0}, {"in", 1}, {"aten::tanh", 0}, {"aten::mul", 0}, {"aten::sigmoid", 0}};
   SUBCASE("coordinate probes (numel <= probes)") {
     const auto inputs = tt::random_inputs({{{2, 3}}, {{2, 3}}}, 2, 7);
     const auto grad = tt::influence(m, inputs);
@@ -285,7 +286,7 @@ TEST_CASE("zoo influence: every zoo seed, with timing (build/zoo or TFG_ZOO_DIR)
       if (!std::isfinite(r.g[tfg::graph::index(e)]) && m.graph.data(e).kind == tfg::state::value_kind::tensor &&
           n_unknown++ < 6)
         unknown += " " + (m.graph.producer(e) == tfg::graph::no_node ? std::string("input")
-                                                                      : m.graph.data(m.graph.producer(e)).name());
+                                                                     : m.graph.data(m.graph.producer(e)).name());
     MESSAGE(name << ": " << r.ms << " ms, " << r.gradient_edges << " by gradient, " << r.perturbed_edges
                  << " by perturbation, " << m.graph.edge_count() << " edges, " << n_unknown
                  << " tensor edges unknown:" << unknown << "; note: " << r.note);

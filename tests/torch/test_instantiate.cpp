@@ -1,6 +1,6 @@
 // Building nodes from op names and DSL-level arguments, and committing them into a real model.
-#include <tfg/torch/instantiate.hpp>
-#include <tfg/torch/torch.hpp>
+#include "tfg/torch/instantiate.hpp"
+#include "tfg/torch/torch.hpp"
 
 #include <doctest/doctest.h>
 
@@ -40,7 +40,9 @@ TEST_CASE("build_node resolves overloads and converts DSL words") {
   CHECK(adds.data.args[1].how == tt::argument::form::constant);
 
   // Lists mixing run-time ints and constants.
-  auto view = tt::build_node("aten::view", {edge(0), tt::proto_arg{std::vector<tt::proto_arg>{edge(1, value_kind::integer), constant(std::int64_t{-1})}}});
+  auto view = tt::build_node(
+      "aten::view",
+      {edge(0), tt::proto_arg{std::vector<tt::proto_arg>{edge(1, value_kind::integer), constant(std::int64_t{-1})}}});
   REQUIRE(view.data.args[1].how == tt::argument::form::list);
   CHECK(view.data.args[1].items.size() == 2);
 
@@ -85,7 +87,8 @@ TEST_CASE("a built node committed into the default seed runs, exports and keeps 
   REQUIRE(prof.edges[graph::index(copy)].runs.size() == inputs.size());
   // The copy has storage of its own (its readers may still be views of it).
   CHECK(prof.edges[graph::index(copy)].runs[0].storage_group != prof.edges[graph::index(target)].runs[0].storage_group);
-  CHECK(prof.edges[graph::index(copy)].runs[0].numbers.content_hash == prof.edges[graph::index(target)].runs[0].numbers.content_hash);
+  CHECK(prof.edges[graph::index(copy)].runs[0].numbers.content_hash ==
+        prof.edges[graph::index(target)].runs[0].numbers.content_hash);
   auto path = (std::filesystem::temp_directory_path() / "tfg_clone_mutant.pt").string();
   tt::save(m, path);
   auto reloaded = torch::jit::load(path);

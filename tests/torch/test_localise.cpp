@@ -3,11 +3,11 @@
 // culprit — by bisection of cuts for the graph executor and by an edge-by-edge trace for
 // threads_1_vs_n — within 2 log2(n) + 2 configuration runs; the worker's skeleton keeps the
 // positions of its import; the float64 reference keeps an explicit bf16 cast.
-#include <tfg/campaign/localise.hpp>
-#include <tfg/campaign/loop.hpp>
-#include <tfg/campaign/skeleton.hpp>
-#include <tfg/torch/backend.hpp>
-#include <tfg/torch/worker.hpp>
+#include "tfg/campaign/localise.hpp"
+#include "tfg/campaign/loop.hpp"
+#include "tfg/campaign/skeleton.hpp"
+#include "tfg/torch/backend.hpp"
+#include "tfg/torch/worker.hpp"
 
 #include <doctest/doctest.h>
 #include <torch/csrc/jit/ir/irparser.h>
@@ -28,8 +28,12 @@ namespace tc = tfg::campaign;
 namespace fs = std::filesystem;
 
 // Wrong (x + 1) under one configuration only, the identity elsewhere.
-at::Tensor wrong_in_graph(const at::Tensor& x) { return tt::running_configuration() == "graph_executor" ? x + 1 : x.clone(); }
-at::Tensor wrong_in_threads(const at::Tensor& x) { return tt::running_configuration() == "threads_1_vs_n" ? x * 1.01 : x.clone(); }
+at::Tensor wrong_in_graph(const at::Tensor& x) {
+  return tt::running_configuration() == "graph_executor" ? x + 1 : x.clone();
+}
+at::Tensor wrong_in_threads(const at::Tensor& x) {
+  return tt::running_configuration() == "threads_1_vs_n" ? x * 1.01 : x.clone();
+}
 // NaN under one configuration only.
 at::Tensor nan_in_threads(const at::Tensor& x) {
   return tt::running_configuration() == "threads_1_vs_n" ? x * std::numeric_limits<double>::quiet_NaN() : x.clone();
@@ -128,7 +132,8 @@ std::pair<bool, std::size_t> eager_vs_float64(const files& f, tfg::oracle::verdi
   tt::backend b;
   tc::attribution fallback;
   fallback.culprit_op = culprit;
-  return {seen, tc::findings_of(o, tc::localising_attributor<tt::backend>(req, fallback, b.configs(), std::ref(w))).size()};
+  return {seen,
+          tc::findings_of(o, tc::localising_attributor<tt::backend>(req, fallback, b.configs(), std::ref(w))).size()};
 }
 
 }  // namespace
@@ -285,7 +290,8 @@ graph(%x : Tensor):
   %none : NoneType = prim::Constant()
   %y : Tensor = aten::add(%x, %m, %one)
   %z : Tensor = aten::softmax(%y, %one, %none)
-  return (%z))IR", g.get());
+  return (%z))IR",
+                        g.get());
   const auto m = tt::torchscript_importer::from_graph(*g, "masked_softmax.ir");
   const auto input = std::vector<c10::IValue>{at::randn({4, 16})};
   const auto l = tt::trace_localise(m, input, "eager_op_by_op", "float64_reference");
@@ -295,7 +301,8 @@ graph(%x : Tensor):
   CHECK(l.divergence.kind == tfg::oracle::verdict_kind::numeric_mismatch);
   CHECK(l.conditioned);
   // End to end: the worker's verdict is a numeric mismatch, and findings_of drops it.
-  const auto [mismatch, found] = eager_vs_float64(files(m), tfg::oracle::verdict_kind::numeric_mismatch, "aten::softmax");
+  const auto [mismatch, found] =
+      eager_vs_float64(files(m), tfg::oracle::verdict_kind::numeric_mismatch, "aten::softmax");
   CHECK(mismatch);
   CHECK(found == 0);
 }
@@ -309,7 +316,8 @@ graph(%x : Tensor, %d : Tensor):
   %s : float = prim::Constant[value=1e-30]()
   %y : Tensor = aten::div(%x, %d)
   %z : Tensor = aten::mul(%y, %s)
-  return (%z))IR", g.get());
+  return (%z))IR",
+                        g.get());
   const auto m = tt::torchscript_importer::from_graph(*g, "overflow.ir");
   auto d = at::ones({2, 4});
   d.index_put_({0, 1}, 1e-40);  // a denormal in float32
@@ -322,7 +330,8 @@ graph(%x : Tensor, %d : Tensor):
   CHECK(l.op == "aten::mul");
   CHECK(l.divergence.kind == tfg::oracle::verdict_kind::nan_inf_mismatch);
   CHECK(l.conditioned);
-  const auto [nonfinite, found] = eager_vs_float64(files(m, input), tfg::oracle::verdict_kind::nan_inf_mismatch, "aten::div");
+  const auto [nonfinite, found] =
+      eager_vs_float64(files(m, input), tfg::oracle::verdict_kind::nan_inf_mismatch, "aten::div");
   CHECK(nonfinite);  // the outputs do disagree
   CHECK(found == 0);
 
@@ -333,9 +342,11 @@ graph(%x : Tensor):
   %y : Tensor = aten::sin(%x)
   %z : Tensor = tfg_test_fault::nan_in_threads(%y)
   %o : Tensor = aten::neg(%z)
-  return (%o))IR", g2.get());
+  return (%o))IR",
+                        g2.get());
   const auto m2 = tt::torchscript_importer::from_graph(*g2, "nan_kernel.ir");
-  const auto l2 = tt::trace_localise(m2, std::vector<c10::IValue>{at::randn({2, 4})}, "eager_op_by_op", "threads_1_vs_n");
+  const auto l2 =
+      tt::trace_localise(m2, std::vector<c10::IValue>{at::randn({2, 4})}, "eager_op_by_op", "threads_1_vs_n");
   INFO(l2.note);
   CHECK(l2.op == "tfg_test_fault::nan_in_threads");
   CHECK(l2.divergence.kind == tfg::oracle::verdict_kind::nan_inf_mismatch);
@@ -353,7 +364,8 @@ graph(%x : Tensor, %d : Tensor):
   %s : float = prim::Constant[value=1e-30]()
   %y : Tensor = aten::mul(%x, %s)
   %z : Tensor = aten::div(%y, %d)
-  return (%z))IR", g.get());
+  return (%z))IR",
+                        g.get());
   const auto m = tt::torchscript_importer::from_graph(*g, "grad_overflow.ir");
   auto d = at::ones({2, 4});
   d.index_put_({0, 1}, 1e-40);
@@ -394,14 +406,17 @@ graph(%x : Tensor):
   %s : int[] = prim::Constant[value=[2, 3]]()
   %w : Tensor = aten::ones(%s, %none, %none, %none, %none)
   %zero : float = prim::Constant[value=0.]()
-  %z : Tensor = aten::mul()IR" + src + R"IR(, %zero)
-  %v : Tensor = )IR" + weight_op + R"IR((%z)
+  %z : Tensor = aten::mul()IR" +
+                              src + R"IR(, %zero)
+  %v : Tensor = )IR" + weight_op +
+                              R"IR((%z)
   %y : Tensor = aten::mul(%x, %v)
-  return (%y))IR", g.get());
+  return (%y))IR",
+                          g.get());
     return tt::torchscript_importer::from_graph(*g, "cone.ir");
   };
-  CHECK(tt::has_nonfinite_parameters(model_of("aten::reciprocal", false)));  // 1 / 0 from a constant
-  CHECK_FALSE(tt::has_nonfinite_parameters(model_of("aten::exp", false)));   // finite
+  CHECK(tt::has_nonfinite_parameters(model_of("aten::reciprocal", false)));       // 1 / 0 from a constant
+  CHECK_FALSE(tt::has_nonfinite_parameters(model_of("aten::exp", false)));        // finite
   CHECK_FALSE(tt::has_nonfinite_parameters(model_of("aten::reciprocal", true)));  // reads the input
 }
 
@@ -417,17 +432,20 @@ graph(%x : Tensor):
   %none : NoneType = prim::Constant()
   %s : int[] = prim::Constant[value=[1]]()
   %half : float = prim::Constant[value=0.5]()
-  %start : float = prim::Constant[value=)IR" + start + R"IR(]()
+  %start : float = prim::Constant[value=)IR" +
+                              start + R"IR(]()
   %one : Tensor = aten::full(%s, %start, %none, %none, %none, %none)
   %a : Tensor = aten::softshrink(%one, %half)
   %z : Tensor = aten::softshrink(%a, %half)
-  %y : Tensor = aten::div(%x, )IR" + divisor_src + R"IR()
-  return (%y))IR", g.get());
+  %y : Tensor = aten::div(%x, )IR" +
+                              divisor_src + R"IR()
+  return (%y))IR",
+                          g.get());
     return tt::torchscript_importer::from_graph(*g, "div_by_folded.ir");
   };
-  CHECK(tt::has_nonfinite_parameters(model_of("1.", "%z")));          // softshrink(softshrink(1)) = 0
-  CHECK_FALSE(tt::has_nonfinite_parameters(model_of("3.", "%z")));    // = 2: no zero
-  CHECK_FALSE(tt::has_nonfinite_parameters(model_of("1.", "%x")));    // a divisor from the input is not folded
+  CHECK(tt::has_nonfinite_parameters(model_of("1.", "%z")));        // softshrink(softshrink(1)) = 0
+  CHECK_FALSE(tt::has_nonfinite_parameters(model_of("3.", "%z")));  // = 2: no zero
+  CHECK_FALSE(tt::has_nonfinite_parameters(model_of("1.", "%x")));  // a divisor from the input is not folded
 }
 
 // sigmoid(10 x) for x in 1.8..2.4 is exactly 1.0 in float32 and distinct in float64: top-k
@@ -445,7 +463,8 @@ graph(%x : Tensor):
   %vals : Tensor, %idx : Tensor = aten::topk(%s, %k, %zero, %t, %t)
   %y : Tensor = aten::index_select(%x, %zero, %idx)
   %z : Tensor = aten::mul(%y, %c)
-  return (%z))IR", g.get());
+  return (%z))IR",
+                        g.get());
   const auto m = tt::torchscript_importer::from_graph(*g, "topk_gather.ir");
   const auto input = std::vector<c10::IValue>{at::tensor({1.8f, 2.0f, 2.2f, 2.4f, 1.9f})};
   // The two precisions do select differently here (else the test would show nothing).
@@ -492,7 +511,8 @@ graph(%x : Tensor):
 graph(%x : Tensor):
   %c : float = prim::Constant[value=3.]()
   %y : Tensor = aten::mul(%x, %c)
-  return (%y))IR", g2.get());
+  return (%y))IR",
+                        g2.get());
   const auto m2 = tt::torchscript_importer::from_graph(*g2, "plain.ir");
   auto r2 = tt::run_config("eager_op_by_op", m2, {input});
   r2.outputs[0][0].value = c10::IValue(r2.outputs[0][0].value.toTensor() + 1.0f);  // a wrong result

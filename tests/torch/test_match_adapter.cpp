@@ -1,6 +1,6 @@
 // The LibTorch model seen through tfg::match::match_adapter.
-#include <tfg/torch/match_adapter.hpp>
-#include <tfg/torch/torch.hpp>
+#include "tfg/torch/match_adapter.hpp"
+#include "tfg/torch/torch.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,10 +1,10 @@
 // The LibTorch side of the diversity metrics (observe.hpp): the test space from the registered
 // schemas, the universe from operators/requirements, and observations of the tiny_mix seed.
 // "observe: denominators" prints the measured totals quoted in docs/metrics.md (run with -s).
-#include <tfg/torch/import.hpp>
-#include <tfg/torch/inputs.hpp>
-#include <tfg/torch/instantiate.hpp>
-#include <tfg/torch/observe.hpp>
+#include "tfg/torch/import.hpp"
+#include "tfg/torch/inputs.hpp"
+#include "tfg/torch/instantiate.hpp"
+#include "tfg/torch/observe.hpp"
 
 #include <doctest/doctest.h>
 
@@ -55,7 +55,8 @@ TEST_CASE("observe: the universe and the space come from the requirements and th
   CHECK(std::binary_search(o.overloads.begin(), o.overloads.end(), std::string("Tensor")));
   CHECK(std::binary_search(o.overloads.begin(), o.overloads.end(), std::string("Scalar")));
   CHECK(std::none_of(o.overloads.begin(), o.overloads.end(), [](const std::string& x) { return x == "out"; }));
-  CHECK(std::any_of(o.params.begin(), o.params.end(), [](const tm::param_slot& p) { return p.key() == "alpha:Scalar"; }));
+  CHECK(
+      std::any_of(o.params.begin(), o.params.end(), [](const tm::param_slot& p) { return p.key() == "alpha:Scalar"; }));
   CHECK(o.produces_tensor);
   const auto size = s.find("aten::size");
   REQUIRE(size);
@@ -69,10 +70,9 @@ TEST_CASE("observe: the universe and the space come from the requirements and th
 TEST_CASE("observe: denominators") {
   const auto& s = default_space();
   MESSAGE("|U| = " << s.ops.size() << ", input slots = " << s.input_slots << ", input values = " << s.input_values
-                   << ", param slots = " << s.param_slots << ", param values = " << s.param_values
-                   << ", producers = " << s.producers << ", consumers = " << s.consumers
-                   << ", valid pairs = " << s.valid_pairs << ", dfsd space = " << s.dfsd_space
-                   << ", registered aten ops = " << s.apis.size());
+                   << ", param slots = " << s.param_slots << ", param values = " << s.param_values << ", producers = "
+                   << s.producers << ", consumers = " << s.consumers << ", valid pairs = " << s.valid_pairs
+                   << ", dfsd space = " << s.dfsd_space << ", registered aten ops = " << s.apis.size());
   std::size_t lic_ops = 0, lpc_ops = 0, paths = 0;
   for (const auto& o : s.ops) {
     lic_ops += o.input_space() > 0;

@@ -1,10 +1,10 @@
 // Every example graph of every operator file builds into a model that runs on LibTorch: the
 // op names and argument lists written in the DSL are real TorchScript operators.
-#include <tfg/dsl/parse.hpp>
-#include <tfg/match/pool.hpp>
-#include <tfg/torch/ops_check.hpp>
-#include <tfg/torch/example_graph.hpp>
-#include <tfg/torch/torch.hpp>
+#include "tfg/dsl/parse.hpp"
+#include "tfg/match/pool.hpp"
+#include "tfg/torch/ops_check.hpp"
+#include "tfg/torch/example_graph.hpp"
+#include "tfg/torch/torch.hpp"
 
 #include <doctest/doctest.h>
 
@@ -61,7 +61,6 @@ TEST_CASE("operator examples: every example graph builds and runs op by op") {
   MESSAGE(examples << " example graphs in " << files.size() << " operator files");
 }
 
-
 // Examples that fail for a gap the backend knows about are listed, with the reason, in
 // tests/torch/known_example_failures.txt (`file-name:line  reason`). The test fails on any
 // other failure, and on a listed example that now passes (so the list only shrinks).
@@ -69,8 +68,9 @@ TEST_CASE("operator examples: every example matches or is rejected as declared")
   tfg::match::symbol_table symbols;
   auto context = std::make_shared<tt::extern_context>();
   // The bundled pool and the opt-in operators of operators/extra.
-  auto pool = tfg::match::load_pool({fs::path(TFG_SOURCE_DIR) / "operators", fs::path(TFG_SOURCE_DIR) / "operators" / "extra"},
-                                    symbols, tt::torch_externs(context));
+  auto pool =
+      tfg::match::load_pool({fs::path(TFG_SOURCE_DIR) / "operators", fs::path(TFG_SOURCE_DIR) / "operators" / "extra"},
+                            symbols, tt::torch_externs(context));
   for (const auto& d : pool.diagnostics) MESSAGE(d);
   REQUIRE(pool.ok());
   std::set<std::string> known;
@@ -94,7 +94,8 @@ TEST_CASE("operator examples: every example matches or is rejected as declared")
       } else if (known.count(key)) {
         failed_known.insert(key);
       } else {
-        const std::string message = r.where + ": " + (r.match ? "example match" : "example no_match") + " of " + r.op + ": " + r.message;
+        const std::string message =
+            r.where + ": " + (r.match ? "example match" : "example no_match") + " of " + r.op + ": " + r.message;
         FAIL_CHECK(message);
       }
     }

@@ -1,11 +1,11 @@
 // Scripted control flow specialised on the profiling inputs (specialise.hpp): branches taken,
 // for-loops unrolled, the result computing what TorchScript computes on those inputs; inputs
 // that disagree and while-loops refused naming the node.
-#include <tfg/torch/backend.hpp>
-#include <tfg/torch/execute.hpp>
-#include <tfg/torch/import.hpp>
-#include <tfg/torch/repro.hpp>
-#include <tfg/torch/specialise.hpp>
+#include "tfg/torch/backend.hpp"
+#include "tfg/torch/execute.hpp"
+#include "tfg/torch/import.hpp"
+#include "tfg/torch/repro.hpp"
+#include "tfg/torch/specialise.hpp"
 
 #include <doctest/doctest.h>
 #include <torch/csrc/jit/ir/irparser.h>
@@ -95,12 +95,12 @@ TEST_CASE("specialise: branches taken and a for-loop unrolled as the profiling i
   tt::specialise_control_flow(g, inputs, "flow.ir");
   CHECK_FALSE(tt::has_control_flow(*g));
   const auto m = tt::torchscript_importer::from_graph(*g, "flow.ir");
-  CHECK(count(m, "aten::sin") == 1);   // rank 2: the first branch
+  CHECK(count(m, "aten::sin") == 1);  // rank 2: the first branch
   CHECK(count(m, "aten::cos") == 0);
   CHECK(count(m, "aten::relu") == 1);  // positive sum
   CHECK(count(m, "aten::neg") == 0);
-  CHECK(count(m, "aten::add") == 1);   // iteration 0
-  CHECK(count(m, "aten::mul") == 2);   // iterations 1 and 2
+  CHECK(count(m, "aten::add") == 1);  // iteration 0
+  CHECK(count(m, "aten::mul") == 2);  // iterations 1 and 2
   // The same values as TorchScript's interpreter runs the original on, input by input.
   for (const auto& in : inputs) {
     tt::executor ex(m);

@@ -1,8 +1,8 @@
 // The LibTorch backend on the committed default seed and on hand-written IR: import, op-by-op
 // execution, F(e) profiling, export, and the errors a user sees for bad models.
-#include <tfg/torch/ivalue.hpp>
-#include <tfg/torch/torch.hpp>
-#include <tfg/torch/trace_labels.hpp>
+#include "tfg/torch/ivalue.hpp"
+#include "tfg/torch/torch.hpp"
+#include "tfg/torch/trace_labels.hpp"
 
 #include <doctest/doctest.h>
 #include <torch/csrc/jit/ir/irparser.h>
@@ -70,7 +70,8 @@ TEST_CASE("importing the default seed gives a valid TFG with list plumbing folde
   CHECK(multi_consumer);
   // Every non-constant node resolved a kernel.
   for (auto n : m.graph.nodes())
-    if (m.graph.data(n).kind != c10::prim::Constant) CHECK_MESSAGE(m.graph.data(n).op.has_value(), tt::describe(m.graph, n));
+    if (m.graph.data(n).kind != c10::prim::Constant)
+      CHECK_MESSAGE(m.graph.data(n).op.has_value(), tt::describe(m.graph, n));
 }
 
 TEST_CASE("op-by-op execution equals module.forward bit for bit") {
@@ -85,9 +86,7 @@ TEST_CASE("op-by-op execution equals module.forward bit for bit") {
     CHECK(same_value(keep.run(x), ref));
     CHECK(same_value(lean.run(x), ref));
   }
-  SUBCASE("a wrong number of inputs is reported, not crashed on") {
-    CHECK_THROWS_AS(keep.run({}), tt::model_error);
-  }
+  SUBCASE("a wrong number of inputs is reported, not crashed on") { CHECK_THROWS_AS(keep.run({}), tt::model_error); }
 }
 
 TEST_CASE("the profiler records F(e) that matches the tensors") {
@@ -114,8 +113,10 @@ TEST_CASE("the profiler records F(e) that matches the tensors") {
       const bool numbers = t.is_floating_point() && t.numel() > 0;
       at_production[graph::index(e)] = {std::vector<std::int64_t>(t.sizes().begin(), t.sizes().end()),
                                         std::vector<std::int64_t>(t.strides().begin(), t.strides().end()),
-                                        t.is_contiguous(), numbers ? t.min().item<double>() : 0.0,
-                                        numbers ? t.max().item<double>() : 0.0, t.storage().unsafeGetStorageImpl()};
+                                        t.is_contiguous(),
+                                        numbers ? t.min().item<double>() : 0.0,
+                                        numbers ? t.max().item<double>() : 0.0,
+                                        t.storage().unsafeGetStorageImpl()};
     }
   });
   std::size_t aliased = 0, non_contiguous = 0, tensors = 0;
@@ -147,8 +148,10 @@ TEST_CASE("the profiler records F(e) that matches the tensors") {
   // The same input twice gives the same content hashes; another input changes the network input's hash.
   auto again = prof.run(m, {inputs[0]});
   auto in0 = m.graph.graph_inputs()[0];
-  CHECK(again.edges[graph::index(in0)].runs[0].numbers.content_hash == p.edges[graph::index(in0)].runs[0].numbers.content_hash);
-  CHECK(p.edges[graph::index(in0)].runs[1].numbers.content_hash != p.edges[graph::index(in0)].runs[0].numbers.content_hash);
+  CHECK(again.edges[graph::index(in0)].runs[0].numbers.content_hash ==
+        p.edges[graph::index(in0)].runs[0].numbers.content_hash);
+  CHECK(p.edges[graph::index(in0)].runs[1].numbers.content_hash !=
+        p.edges[graph::index(in0)].runs[0].numbers.content_hash);
   // Dispatcher events: every run saw the convolution.
   for (const auto& trace : p.traces) {
     std::set<std::string> names;
@@ -171,7 +174,8 @@ TEST_CASE("trace labels: the interned sequence is the label text of every event,
     std::vector<std::string> stack;
     for (const auto& e : trace) {
       if (stack.size() > e.depth) stack.resize(e.depth);
-      auto label = tt::event_label(tag, e.depth > 0 && !stack.empty() ? stack.back() : std::string(), names.names[e.label]);
+      auto label =
+          tt::event_label(tag, e.depth > 0 && !stack.empty() ? stack.back() : std::string(), names.names[e.label]);
       stack.push_back(names.names[e.label]);
       if (text.empty() || text.back() != label) text.push_back(std::move(label));
     }
@@ -367,10 +371,10 @@ graph(%x : Tensor):
     } catch (const tt::model_error& e) {
       const std::string msg = e.what();
       INFO(msg);
-      CHECK(msg.find("test.ir: ") == 0);                                      // the file
-      CHECK(msg.find("aten::view") != std::string::npos);                     // the node
+      CHECK(msg.find("test.ir: ") == 0);                                                  // the file
+      CHECK(msg.find("aten::view") != std::string::npos);                                 // the node
       CHECK(msg.find("on profiling input 2 of 2 (2x3x4x4 Float)") != std::string::npos);  // the input
-      CHECK(msg.find("input 1 is 1x3x4x4 Float") != std::string::npos);      // against the traced shape
+      CHECK(msg.find("input 1 is 1x3x4x4 Float") != std::string::npos);                   // against the traced shape
       CHECK(msg.find("trace it again for these shapes") != std::string::npos);
     }
   }
@@ -386,7 +390,8 @@ graph(%x : Tensor):
   return (%z)
 )IR");
   tt::profiler prof;
-  auto p = prof.run(m, {{::torch::randn({1, 3, 4, 4})}, {::torch::randn({2, 3, 4, 4})}, {::torch::randn({1, 3, 2, 2})}});
+  auto p =
+      prof.run(m, {{::torch::randn({1, 3, 4, 4})}, {::torch::randn({2, 3, 4, 4})}, {::torch::randn({1, 3, 2, 2})}});
   REQUIRE(p.runs == 3);
   REQUIRE(m.graph.graph_outputs().size() == 1);
   const auto& runs = p.edges[tfg::graph::index(m.graph.graph_outputs()[0])].runs;

@@ -1,15 +1,15 @@
 // Conformance of every seed of the generated zoo (TFG_ZOO_DIR, built by examples/seeds/make_zoo.py):
 // it imports, runs op by op with outputs equal to module.forward (max abs diff 0), profiles,
 // and exports to a .pt that reloads and gives the same outputs.
-#include <tfg/torch/ivalue.hpp>
-#include <tfg/torch/seed_check.hpp>
-#include <tfg/torch/torch.hpp>
+#include "tfg/torch/ivalue.hpp"
+#include "tfg/torch/seed_check.hpp"
+#include "tfg/torch/torch.hpp"
 
-#include <tfg/match/candidates.hpp>
-#include <tfg/match/pool.hpp>
-#include <tfg/torch/externs.hpp>
-#include <tfg/torch/infer.hpp>
-#include <tfg/torch/mutate.hpp>
+#include "tfg/match/candidates.hpp"
+#include "tfg/match/pool.hpp"
+#include "tfg/torch/externs.hpp"
+#include "tfg/torch/infer.hpp"
+#include "tfg/torch/mutate.hpp"
 
 #include <doctest/doctest.h>
 
@@ -64,7 +64,8 @@ struct operator_on_seed {
     inputs = tt::load_inputs(tt::inputs_path_for(path.string()));
     prof = tt::profiler().run(m, inputs);
     const fs::path ops(TFG_SOURCE_DIR);
-    pool = tfg::match::load_pool({ops / "operators/requirements", ops / operator_file}, symbols, tt::torch_externs(ctx));
+    pool =
+        tfg::match::load_pool({ops / "operators/requirements", ops / operator_file}, symbols, tt::torch_externs(ctx));
     for (const auto& d : pool.diagnostics) MESSAGE(d);
     REQUIRE(pool.ok());
     a = std::make_unique<tt::torch_match_adapter>(m, prof, symbols);
@@ -106,7 +107,8 @@ TEST_CASE("zoo: every seed imports, runs op by op equal to forward, profiles and
     CHECK(m.graph.check().empty());
     // A seed never writes its own constants in place (instantiate refuses mutants that do).
     const auto writer = tt::detail::constant_writer(m.graph);
-    CHECK_MESSAGE(writer == graph::no_node, name << ": " << (writer == graph::no_node ? "" : tt::describe(m.graph, writer)));
+    CHECK_MESSAGE(writer == graph::no_node,
+                  name << ": " << (writer == graph::no_node ? "" : tt::describe(m.graph, writer)));
     auto inputs = tt::load_inputs(tt::inputs_path_for(path.string()));
     REQUIRE(inputs.size() >= 2);
     // Profiling inputs differ in more than values: every seed has a batch of two among them.
@@ -118,7 +120,8 @@ TEST_CASE("zoo: every seed imports, runs op by op equal to forward, profiles and
     tt::profiler prof;
     auto p = prof.run(m, inputs);
     double worst = 0;
-    for (std::size_t i = 0; i < inputs.size(); ++i) worst = std::max(worst, max_diff(module.forward(inputs[i]), p.outputs[i]));
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+      worst = std::max(worst, max_diff(module.forward(inputs[i]), p.outputs[i]));
 #if TFG_TORCH_AT_LEAST(2, 0)
     // PyTorch 2.15's freeze_module itself changes vit's and rt_detr's batch-2 output by 6.1e-7
     // (the frozen module's forward against the unfrozen one, in plain torch: a precomputed
@@ -139,7 +142,8 @@ TEST_CASE("zoo: every seed imports, runs op by op equal to forward, profiles and
     auto reloaded = ::torch::jit::load(out.string());
     reloaded.eval();
     double rt = 0;
-    for (std::size_t i = 0; i < inputs.size(); ++i) rt = std::max(rt, max_diff(reloaded.forward(inputs[i]), p.outputs[i]));
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+      rt = std::max(rt, max_diff(reloaded.forward(inputs[i]), p.outputs[i]));
     CHECK_MESSAGE(rt == 0, name << ": the exported .pt differs by " << rt);
     fs::remove(out);
     std::cout << "  zoo " << name << ": " << m.graph.node_count() << " nodes, " << m.graph.edge_count()

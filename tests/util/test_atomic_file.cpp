@@ -17,8 +17,7 @@ namespace fs = std::filesystem;
 namespace {
 
 fs::path fresh_dir(const std::string& name) {
-  const fs::path d =
-      fs::temp_directory_path() / ("tfg-atomic-" + std::to_string(::getpid()) + "-" + name);
+  const fs::path d = fs::temp_directory_path() / ("tfg-atomic-" + std::to_string(::getpid()) + "-" + name);
   fs::remove_all(d);
   fs::create_directories(d);
   return d;

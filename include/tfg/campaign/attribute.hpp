@@ -32,8 +32,8 @@ namespace tfg::campaign {
 /// tracks), the culprit is mapped onto it by node-kind alignment (graph/align.hpp). `step`
 /// sends one request to a worker and replaces it when it dies. `judged` must outlive the result.
 template <class Backend>
-[[nodiscard]] attributor localising_attributor(worker_request req, attribution fallback, std::vector<config_desc> configs,
-                                               step_function step,
+[[nodiscard]] attributor localising_attributor(worker_request req, attribution fallback,
+                                               std::vector<config_desc> configs, step_function step,
                                                const typename Backend::model_type* judged = nullptr) {
   struct lazy {
     bool asked = false;
@@ -65,9 +65,10 @@ template <class Backend>
           cache->structure = *r.reply->structure;
           cache->graph.emplace(build_graph(*cache->structure));
         } else {
-          cache->why_not = "the worker could not describe the model: " +
-                           (r.process_failed() ? std::string(to_string(r.exchange.kind))
-                                               : r.reply ? r.reply->error : r.reply_error);
+          cache->why_not = "the worker could not describe the model: " + (r.process_failed()
+                                                                              ? std::string(to_string(r.exchange.kind))
+                                                                          : r.reply ? r.reply->error
+                                                                                    : r.reply_error);
         }
       } catch (const std::exception& e) {
         cache->why_not = std::string("the worker's description of the model is malformed: ") + e.what();
@@ -93,8 +94,9 @@ template <class Backend>
       at.culprit_op = names.empty() ? "(no random operator)" : names;
       at.localised = false;
       at.whole_model = true;
-      at.note = "random number consumption is compared over the whole run: attributed to the model's random "
-                "operators, not localised";
+      at.note =
+          "random number consumption is compared over the whole run: attributed to the model's random "
+          "operators, not localised";
       return at;
     }
     const auto& g = *cache->graph;
@@ -139,7 +141,8 @@ template <class Backend>
         cache->to_judged = graph::align_by_kind(
             g, [&](graph::node_id n) { return g.data(n); }, Backend::graph(*judged),
             [&](graph::node_id n) { return std::string(Backend::kind(*judged, n)); });
-      at.node = graph::index(l.node) < cache->to_judged->size() ? (*cache->to_judged)[graph::index(l.node)] : graph::no_node;
+      at.node =
+          graph::index(l.node) < cache->to_judged->size() ? (*cache->to_judged)[graph::index(l.node)] : graph::no_node;
     }
     return at;
   };

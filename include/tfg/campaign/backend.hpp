@@ -46,8 +46,8 @@ concept backend = requires(B& b, const B& cb, const typename B::model_type& m, t
                            const typename B::inputs_type& in, const typename B::adapter_type& ad,
                            const std::filesystem::path& path, graph::node_id n, graph::edge_id e,
                            const match::compiled_operator& op, const match::bindings& bind,
-                           match::symbol_table& symbols, match::workspace& ws,
-                           const match::requirement_table& req, std::span<const std::string> universe) {
+                           match::symbol_table& symbols, match::workspace& ws, const match::requirement_table& req,
+                           std::span<const std::string> universe) {
   typename B::model_type;
   typename B::profile_type;
   typename B::inputs_type;
@@ -56,11 +56,13 @@ concept backend = requires(B& b, const B& cb, const typename B::model_type& m, t
   typename B::adapter_type;
   requires match::match_adapter<typename B::adapter_type>;
   // models and inputs
-  { b.load(path) } -> std::same_as<typename B::model_type>;                 ///< throws on a bad file
-  { b.save(m, path) };                                                        ///< atomically
-  { b.seed_inputs(m, path, path) } -> std::same_as<typename B::inputs_type>;  ///< (model, model file, inputs file or "")
+  { b.load(path) } -> std::same_as<typename B::model_type>;  ///< throws on a bad file
+  {b.save(m, path)};                                         ///< atomically
+  {
+    b.seed_inputs(m, path, path)
+    } -> std::same_as<typename B::inputs_type>;  ///< (model, model file, inputs file or "")
   { b.load_inputs(path) } -> std::same_as<typename B::inputs_type>;
-  { b.save_inputs(in, path) };
+  {b.save_inputs(in, path)};
   // the graph
   { B::graph(m) } -> graph::tensor_graph;
   { B::kind(m, n) } -> std::convertible_to<std::string_view>;  ///< "aten::relu"
@@ -75,10 +77,10 @@ concept backend = requires(B& b, const B& cb, const typename B::model_type& m, t
   { b.influence(m, in) } -> std::same_as<std::vector<double>>;          ///< raw g(e) by edge index, NaN unknown
   // mutation through the match adapter
   { b.externs() } -> std::same_as<match::extern_registry>;
-  { b.bind_externs(m, p) };  ///< the model the externs of later matcher calls read
+  {b.bind_externs(m, p)};  ///< the model the externs of later matcher calls read
   { b.adapter(m, p, symbols) } -> std::same_as<typename B::adapter_type>;
-  { b.instantiate(m, ad, op, bind, symbols, ws, in) };  ///< variant<mutant_type, failure_type>
-  { b.check(mu, ad, op, bind, symbols, req, in, ws) };  ///< optional<failure_type>; fills the probe
+  {b.instantiate(m, ad, op, bind, symbols, ws, in)};  ///< variant<mutant_type, failure_type>
+  {b.check(mu, ad, op, bind, symbols, req, in, ws)};  ///< optional<failure_type>; fills the probe
   { B::mutant_model(mu) } -> std::same_as<typename B::model_type&>;
   { B::mutant_profile(mu) } -> std::same_as<typename B::profile_type&>;
   { B::added_nodes(cmu) } -> std::convertible_to<std::span<const graph::node_id>>;

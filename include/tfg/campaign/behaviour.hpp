@@ -56,16 +56,22 @@ struct behaviour_reward {
   double reward = 0;
   double decay = 1;
   std::size_t new_kinds = 0, new_input_classes = 0, new_disagreements = 0;
-  std::size_t repeats = 0;   ///< k: earlier executed rounds of the same (operator, site class)
-  bool no_kernel = false;    ///< a value-preserving mutation that reached nothing new
+  std::size_t repeats = 0;  ///< k: earlier executed rounds of the same (operator, site class)
+  bool no_kernel = false;   ///< a value-preserving mutation that reached nothing new
   [[nodiscard]] nlohmann::json to_json() const {
-    return {{"reward", reward}, {"decay", decay}, {"new_kinds", new_kinds}, {"new_input_classes", new_input_classes},
-            {"new_disagreements", new_disagreements}, {"repeats", repeats}, {"no_kernel", no_kernel}};
+    return {{"reward", reward},
+            {"decay", decay},
+            {"new_kinds", new_kinds},
+            {"new_input_classes", new_input_classes},
+            {"new_disagreements", new_disagreements},
+            {"repeats", repeats},
+            {"no_kernel", no_kernel}};
   }
 };
 
 /// The hash of an operator kind with the state classes of its inputs, in input order.
-[[nodiscard]] inline std::uint64_t input_class_key(std::string_view kind, const std::vector<std::string>& input_classes) {
+[[nodiscard]] inline std::uint64_t input_class_key(std::string_view kind,
+                                                   const std::vector<std::string>& input_classes) {
   std::uint64_t h = select::hash_string(kind);
   for (const auto& c : input_classes) h = select::hash_combine(h, select::hash_string(c));
   return h;

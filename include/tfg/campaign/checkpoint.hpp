@@ -20,9 +20,9 @@
 namespace tfg::campaign {
 
 struct checkpoint {
-  std::size_t round = 0;  ///< the next round to run
-  std::string seed;       ///< the current seed's file, relative to the campaign folder
-  std::string rng;        ///< the generator's random engine, streamed
+  std::size_t round = 0;                                ///< the next round to run
+  std::string seed;                                     ///< the current seed's file, relative to the campaign folder
+  std::string rng;                                      ///< the generator's random engine, streamed
   nlohmann::json novelty = nlohmann::json::object();    ///< trace_novelty
   nlohmann::json behaviour = nlohmann::json::object();  ///< behaviour_history (absent before the behaviour reward)
   nlohmann::json metrics = nlohmann::json::object();    ///< metrics::tracker
@@ -37,10 +37,18 @@ struct checkpoint {
 };
 
 inline void to_json(nlohmann::json& j, const checkpoint& c) {
-  j = {{"round", c.round},       {"seed", c.seed},           {"rng", c.rng},
-       {"novelty", c.novelty},   {"behaviour", c.behaviour}, {"metrics", c.metrics},
-       {"seed_times", c.seed_times}, {"timeout_ms", c.timeout_ms}, {"legal", c.legal},
-       {"executed", c.executed}, {"rounds", c.rounds},       {"findings", c.findings},
+  j = {{"round", c.round},
+       {"seed", c.seed},
+       {"rng", c.rng},
+       {"novelty", c.novelty},
+       {"behaviour", c.behaviour},
+       {"metrics", c.metrics},
+       {"seed_times", c.seed_times},
+       {"timeout_ms", c.timeout_ms},
+       {"legal", c.legal},
+       {"executed", c.executed},
+       {"rounds", c.rounds},
+       {"findings", c.findings},
        {"generator", c.generator}};
   for (const auto& [k, v] : c.corpus.items()) j[k] = v;
 }

@@ -253,24 +253,25 @@ struct compare_row {
   if (hi <= lo) hi = lo + 1;
   auto px = [&](double x) { return L + (x - lo) / (hi - lo) * (W - L - R); };
   std::ostringstream s;
-  s << "<svg class=\"plot compare-" << m.name << "\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\""
-    << H << "\" viewBox=\"0 0 " << W << " " << H << "\"><text x=\"4\" y=\"16\" class=\"t\">" << esc(m.header) << ": "
-    << esc(m.what) << "</text>";
+  s << "<svg class=\"plot compare-" << m.name << "\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W
+    << "\" height=\"" << H << "\" viewBox=\"0 0 " << W << " " << H << "\"><text x=\"4\" y=\"16\" class=\"t\">"
+    << esc(m.header) << ": " << esc(m.what) << "</text>";
   for (std::size_t k = 0; k < rows.size(); ++k) {
     const auto i = rows[k].of(m.name);
     const double y = T + row * static_cast<double>(k) + 10;
     const char* color = palette[k % std::size(palette)];
-    s << "<text x=\"" << L - 8 << "\" y=\"" << y + 4 << "\" class=\"l\" text-anchor=\"end\">" << esc(rows[k].cell) << "</text>";
+    s << "<text x=\"" << L - 8 << "\" y=\"" << y + 4 << "\" class=\"l\" text-anchor=\"end\">" << esc(rows[k].cell)
+      << "</text>";
     if (i.n == 0) continue;
     s << "<line class=\"ci\" data-cell=\"" << esc(rows[k].cell) << "\" x1=\"" << px(i.mean - i.half) << "\" y1=\"" << y
       << "\" x2=\"" << px(i.mean + i.half) << "\" y2=\"" << y << "\" stroke=\"" << color << "\" stroke-width=\"2\"/>"
-      << "<circle cx=\"" << px(i.mean) << "\" cy=\"" << y << "\" r=\"4\" fill=\"" << color << "\"/><text x=\"" << W - R + 4
-      << "\" y=\"" << y + 4 << "\" class=\"l\">" << num(i.mean, 4) << "</text>";
+      << "<circle cx=\"" << px(i.mean) << "\" cy=\"" << y << "\" r=\"4\" fill=\"" << color << "\"/><text x=\""
+      << W - R + 4 << "\" y=\"" << y + 4 << "\" class=\"l\">" << num(i.mean, 4) << "</text>";
   }
   const double yb = H - 14;
   s << "<line x1=\"" << L << "\" y1=\"" << yb - 8 << "\" x2=\"" << W - R << "\" y2=\"" << yb - 8 << "\" class=\"ax\"/>"
-    << "<text x=\"" << L << "\" y=\"" << yb + 4 << "\" class=\"l\">" << num(lo) << "</text><text x=\"" << W - R << "\" y=\""
-    << yb + 4 << "\" class=\"l\" text-anchor=\"end\">" << num(hi) << "</text></svg>";
+    << "<text x=\"" << L << "\" y=\"" << yb + 4 << "\" class=\"l\">" << num(lo) << "</text><text x=\"" << W - R
+    << "\" y=\"" << yb + 4 << "\" class=\"l\" text-anchor=\"end\">" << num(hi) << "</text></svg>";
   return s.str();
 }
 
@@ -278,8 +279,8 @@ struct compare_row {
 inline void write_compare_html(const std::filesystem::path& file, const std::vector<compare_row>& rows,
                                const std::string& title) {
   std::ostringstream h;
-  h << "<!doctype html><html><head><meta charset=\"utf-8\"><title>" << esc(title) << "</title><style>"
-    << style << "</style></head><body><h1>" << esc(title) << "</h1>"
+  h << "<!doctype html><html><head><meta charset=\"utf-8\"><title>" << esc(title) << "</title><style>" << style
+    << "</style></head><body><h1>" << esc(title) << "</h1>"
     << "<p>Mean over the campaigns of each cell (seeds x campaign seeds) with the half-width of its 95% confidence "
        "interval (Student's t).</p><table><tr><th>policy</th><th>n</th>";
   for (const auto& m : compare_metrics) h << "<th title=\"" << esc(m.what) << "\">" << esc(m.header) << "</th>";

@@ -34,14 +34,16 @@ template <class Backend>
   for (auto e : Backend::graph(m).edges())
     if (const auto* ep = Backend::edge_profile(p, e))
       for (const auto& s : ep->runs)
-        if (s.kind == state::value_kind::tensor && state::is_floating(s.type) && s.numel > 0 && s.numbers.max == s.numbers.max)
+        if (s.kind == state::value_kind::tensor && state::is_floating(s.type) && s.numel > 0 &&
+            s.numbers.max == s.numbers.max)
           x = std::max(x, s.numbers.max_abs());
   return x;
 }
 
 /// NaN and Inf elements over the graph outputs of a profiled model.
 template <class Backend>
-[[nodiscard]] std::uint64_t special_outputs(const typename Backend::model_type& m, const typename Backend::profile_type& p) {
+[[nodiscard]] std::uint64_t special_outputs(const typename Backend::model_type& m,
+                                            const typename Backend::profile_type& p) {
   std::uint64_t n = 0;
   for (auto e : Backend::graph(m).graph_outputs())
     if (const auto* ep = Backend::edge_profile(p, e))
@@ -81,13 +83,13 @@ class corpus {
 
   /// How the corpus is kept (options of the campaign).
   struct rules {
-    std::size_t size = 8;            ///< members kept (the original always)
-    std::size_t return_every = 25;   ///< every N rounds the next member; 0: never
-    double min_legal_rate = 0.5;     ///< below it over the window: back to the original
+    std::size_t size = 8;           ///< members kept (the original always)
+    std::size_t return_every = 25;  ///< every N rounds the next member; 0: never
+    double min_legal_rate = 0.5;    ///< below it over the window: back to the original
     std::size_t legal_window = 10;
-    double magnitude_limit = 100;    ///< healthy: values within this many times the original's largest
+    double magnitude_limit = 100;  ///< healthy: values within this many times the original's largest
     std::size_t max_seed_nodes = 4000;
-    bool accept_any = false;         ///< every legal mutant is healthy
+    bool accept_any = false;  ///< every legal mutant is healthy
   };
 
   corpus(layout files, rules r) : files_(std::move(files)), rules_(r) {}
@@ -121,7 +123,7 @@ class corpus {
   /// The root of the current seed (whose model is `seed`) a finding is inherited from: the same
   /// kind and pair, localised to the same original node (or the same whole-model finding).
   [[nodiscard]] std::optional<oracle::finding_signature> inherited_root(const observed_finding& f,
-                                                                       const model_type& seed) const {
+                                                                        const model_type& seed) const {
     if (members_.empty()) return std::nullopt;
     const auto& roots = members_[current_].roots;
     if (f.where.whole_model) {
@@ -222,9 +224,15 @@ class corpus {
     for (const auto& [key, sig] : roots) {
       const auto bar = key.rfind('|');
       nlohmann::json rec = {{"prefix", key.substr(0, bar + 1)},
-                            {"kind", std::string(oracle::to_string(sig.kind))}, {"a", sig.config_a}, {"b", sig.config_b},
-                            {"op", sig.culprit_op}, {"dtype", sig.dtype}, {"device", sig.device}, {"detail", sig.detail},
-                            {"symptom", sig.symptom}, {"inputs", sig.inputs}};
+                            {"kind", std::string(oracle::to_string(sig.kind))},
+                            {"a", sig.config_a},
+                            {"b", sig.config_b},
+                            {"op", sig.culprit_op},
+                            {"dtype", sig.dtype},
+                            {"device", sig.device},
+                            {"detail", sig.detail},
+                            {"symptom", sig.symptom},
+                            {"inputs", sig.inputs}};
       if (key.compare(bar + 1, std::string::npos, "model") == 0) {
         rec["whole_model"] = true;
       } else {
@@ -260,8 +268,9 @@ class corpus {
       sig.detail = r.value("detail", "");
       sig.symptom = r.value("symptom", "");
       sig.inputs = r.value("inputs", "");
-      roots.emplace(r.at("prefix").get<std::string>() + (whole ? std::string("model") : std::to_string(graph::index(by_pos[p]))),
-                    sig);
+      roots.emplace(
+          r.at("prefix").get<std::string>() + (whole ? std::string("model") : std::to_string(graph::index(by_pos[p]))),
+          sig);
     }
     return roots;
   }

@@ -91,10 +91,8 @@ template <class T, class FlakyOf>
   for (const auto& g : groups) {
     if (g.reproduced) ++c.defects;
     for (const auto& v : g.variants) {
-      if (flaky_of(v))
-        ++c.flaky;
-      else
-        ++c.variants;
+      if (flaky_of(v)) ++c.flaky;
+      else ++c.variants;
     }
   }
   return c;
@@ -105,7 +103,9 @@ template <class T, class FlakyOf>
 template <class Row>
 [[nodiscard]] defect_counts count_row_defects(const std::vector<Row>& rows) {
   const auto flaky = [](const Row& r) { return r.status == "flaky"; };
-  return count_defects(group_defects(rows, [](const Row& r) { return r.key; }, flaky), flaky);
+  return count_defects(group_defects(
+                           rows, [](const Row& r) { return r.key; }, flaky),
+                       flaky);
 }
 
 /// "3 defects (5 variants), 2 not reproduced (flaky)".

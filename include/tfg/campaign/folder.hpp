@@ -69,8 +69,8 @@ inline void clear_campaign(const layout& files) {
 
 /// Copies the operator folders (or single files) `dirs` into operators/K of the campaign
 /// folder (what was there goes) and returns the copies' paths, in order.
-[[nodiscard]] inline std::vector<std::filesystem::path> snapshot_operators(const layout& files,
-                                                                          const std::vector<std::filesystem::path>& dirs) {
+[[nodiscard]] inline std::vector<std::filesystem::path> snapshot_operators(
+    const layout& files, const std::vector<std::filesystem::path>& dirs) {
   namespace fs = std::filesystem;
   fs::remove_all(files.operators_dir());
   std::vector<fs::path> copies;

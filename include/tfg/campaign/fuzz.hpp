@@ -75,12 +75,9 @@ namespace tfg::campaign {
 [[nodiscard]] inline std::string format_duration(double seconds) {
   const long long s = std::llround(std::max(0.0, seconds));
   char b[32];
-  if (s >= 3600)
-    std::snprintf(b, sizeof b, "%lldh%02lldm", s / 3600, (s / 60) % 60);
-  else if (s >= 60)
-    std::snprintf(b, sizeof b, "%lldm%02llds", s / 60, s % 60);
-  else
-    std::snprintf(b, sizeof b, "%llds", s);
+  if (s >= 3600) std::snprintf(b, sizeof b, "%lldh%02lldm", s / 3600, (s / 60) % 60);
+  else if (s >= 60) std::snprintf(b, sizeof b, "%lldm%02llds", s / 60, s % 60);
+  else std::snprintf(b, sizeof b, "%llds", s);
   return b;
 }
 
@@ -109,27 +106,28 @@ struct shard_spec {
 
 /// One unit of fuzzing work: a campaign of one seed with one campaign seed, run in slices.
 struct fuzz_unit {
-  std::string name;                ///< unique, stable: "<seed stem>-c<campaign seed>"
-  std::filesystem::path seed;      ///< absolute
+  std::string name;            ///< unique, stable: "<seed stem>-c<campaign seed>"
+  std::filesystem::path seed;  ///< absolute
   std::uint64_t campaign_seed = 1;
   // What the scheduler knows (fuzz.json).
-  std::size_t slices = 0;          ///< slices run
-  double reward_sum = 0;           ///< sum of the slices' rewards, each in [0, 1]
-  std::int64_t last_pick = -1;     ///< the pick number of its last slice
-  std::size_t round = 0;           ///< rounds done (the campaign's state.json)
-  std::size_t findings = 0;        ///< the campaign's distinct findings
-  double seconds = 0;              ///< wall time in its slices
-  double setup_s = 0;              ///< its last slice's time to the end of its first round
-  bool done = false;               ///< its round budget is spent, or it failed
-  std::string error;               ///< why its campaign failed (then done)
-  std::size_t kills = 0;           ///< slices whose process died of a signal (the second ends it)
+  std::size_t slices = 0;       ///< slices run
+  double reward_sum = 0;        ///< sum of the slices' rewards, each in [0, 1]
+  std::int64_t last_pick = -1;  ///< the pick number of its last slice
+  std::size_t round = 0;        ///< rounds done (the campaign's state.json)
+  std::size_t findings = 0;     ///< the campaign's distinct findings
+  double seconds = 0;           ///< wall time in its slices
+  double setup_s = 0;           ///< its last slice's time to the end of its first round
+  bool done = false;            ///< its round budget is spent, or it failed
+  std::string error;            ///< why its campaign failed (then done)
+  std::size_t kills = 0;        ///< slices whose process died of a signal (the second ends it)
 };
 
 inline void to_json(nlohmann::json& j, const fuzz_unit& u) {
-  j = {{"name", u.name},         {"seed", u.seed.string()}, {"campaign_seed", u.campaign_seed}, {"slices", u.slices},
-       {"reward_sum", u.reward_sum}, {"last_pick", u.last_pick}, {"round", u.round},             {"findings", u.findings},
-       {"seconds", u.seconds},   {"done", u.done},             {"error", u.error},
-       {"kills", u.kills}, {"setup_s", u.setup_s}};
+  j = {{"name", u.name},      {"seed", u.seed.string()},    {"campaign_seed", u.campaign_seed},
+       {"slices", u.slices},  {"reward_sum", u.reward_sum}, {"last_pick", u.last_pick},
+       {"round", u.round},    {"findings", u.findings},     {"seconds", u.seconds},
+       {"done", u.done},      {"error", u.error},           {"kills", u.kills},
+       {"setup_s", u.setup_s}};
 }
 inline void from_json(const nlohmann::json& j, fuzz_unit& u) {
   u.name = j.at("name").get<std::string>();
@@ -175,8 +173,8 @@ inline void from_json(const nlohmann::json& j, fuzz_unit& u) {
 /// All units of a fuzzing job: each seed with campaign seeds base, base+1, ... (`per_seed` of
 /// them), in a fixed order (seeds sorted, then campaign seed). Names are unique: a stem that
 /// two seeds share gets its parent folder's name in front.
-[[nodiscard]] inline std::vector<fuzz_unit> plan_units(const std::vector<std::filesystem::path>& seeds, std::size_t per_seed,
-                                                       std::uint64_t base_seed) {
+[[nodiscard]] inline std::vector<fuzz_unit> plan_units(const std::vector<std::filesystem::path>& seeds,
+                                                       std::size_t per_seed, std::uint64_t base_seed) {
   std::map<std::string, int> stems;
   for (const auto& s : seeds) ++stems[s.stem().string()];
   std::vector<fuzz_unit> out;
@@ -188,7 +186,8 @@ inline void from_json(const nlohmann::json& j, fuzz_unit& u) {
       fuzz_unit u;
       u.campaign_seed = base_seed + k;
       u.name = stem + "-c" + std::to_string(u.campaign_seed);
-      for (int n = 2; names.count(u.name); ++n) u.name = stem + "-c" + std::to_string(u.campaign_seed) + "." + std::to_string(n);
+      for (int n = 2; names.count(u.name); ++n)
+        u.name = stem + "-c" + std::to_string(u.campaign_seed) + "." + std::to_string(n);
       names.insert(u.name);
       u.seed = s;
       out.push_back(std::move(u));
@@ -259,9 +258,15 @@ struct witness {
 };
 
 inline void to_json(nlohmann::json& j, const witness& w) {
-  j = {{"unit", w.unit},           {"seed", w.seed},           {"campaign_seed", w.campaign_seed},
-       {"campaign_dir", w.campaign_dir}, {"status", w.status}, {"first_round", w.first_round},
-       {"last_round", w.last_round}, {"instances", w.instances}, {"reliability", w.reliability}};
+  j = {{"unit", w.unit},
+       {"seed", w.seed},
+       {"campaign_seed", w.campaign_seed},
+       {"campaign_dir", w.campaign_dir},
+       {"status", w.status},
+       {"first_round", w.first_round},
+       {"last_round", w.last_round},
+       {"instances", w.instances},
+       {"reliability", w.reliability}};
 }
 inline void from_json(const nlohmann::json& j, witness& w) {
   w.unit = j.at("unit").get<std::string>();
@@ -370,7 +375,8 @@ class findings_index {
   /// The findings grouped into defects by mechanism (tfg/campaign/defects.hpp), in key order;
   /// a group is `reproduced` when one of its findings is not flaky.
   [[nodiscard]] std::vector<defect_group<const indexed_finding*>> defects() const {
-    return group_defects(entries(), [](const indexed_finding* f) { return f->row.key; }, &indexed_finding::is_flaky);
+    return group_defects(
+        entries(), [](const indexed_finding* f) { return f->row.key; }, &indexed_finding::is_flaky);
   }
   /// Defects with a reproduced variant, their reproduced variants, and the findings that never
   /// reproduced.

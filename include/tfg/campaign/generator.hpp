@@ -109,7 +109,7 @@ class generator {
     match::bindings bindings;
     std::string op, site;
     std::variant<std::monostate, mutant_type, failure_type> result;  ///< monostate: not selected
-    std::map<std::string, double> phase_ms;                           ///< construct, features, select, apply
+    std::map<std::string, double> phase_ms;                          ///< construct, features, select, apply
   };
 
   /// Loads the operator pool; throws std::runtime_error with the diagnostics on errors.
@@ -229,8 +229,7 @@ class generator {
     if constexpr (select::class_aware_policy<Policy>)
       k = policy_.select(std::span<const select::context>(xs), std::span<const std::uint32_t>(arms),
                          std::span<const std::uint64_t>(classes), rng_);
-    else
-      k = policy_.select(std::span<const select::context>(xs), std::span<const std::uint32_t>(arms), rng_);
+    else k = policy_.select(std::span<const select::context>(xs), std::span<const std::uint32_t>(arms), rng_);
     out.phase_ms["select"] = ms_since(t);
     if (k == select::no_candidate) return out;
     out.selected = true;
@@ -252,9 +251,10 @@ class generator {
     } else {
       // A backend that can infer the mutant's shapes and dtypes without running it decides the
       // conditions they refute here, before any worker executes the mutant (optional hook).
-      if constexpr (requires(mutant_type& mu) {
-                      { b_.check_before_execution(mu, *adapter_, op, out.bindings, symbols_, pool_.requirements, ws_) }
-                          -> std::convertible_to<std::optional<failure_type>>;
+      if constexpr (requires(mutant_type & mu) {
+                      {
+                        b_.check_before_execution(mu, *adapter_, op, out.bindings, symbols_, pool_.requirements, ws_)
+                        } -> std::convertible_to<std::optional<failure_type>>;
                     }) {
         auto& mu = std::get<mutant_type>(made);
         if (auto f = b_.check_before_execution(mu, *adapter_, op, out.bindings, symbols_, pool_.requirements, ws_)) {
@@ -300,7 +300,8 @@ class generator {
     };
     std::vector<std::pair<std::uint64_t, int>> rej(rejections_.begin(), rejections_.end());
     std::sort(rej.begin(), rej.end());
-    return {{"tried", sorted(tried_)}, {"excluded", sorted(excluded_)}, {"banned", sorted(banned_)}, {"rejections", rej}};
+    return {
+        {"tried", sorted(tried_)}, {"excluded", sorted(excluded_)}, {"banned", sorted(banned_)}, {"rejections", rej}};
   }
   void restore_state(const nlohmann::json& st) {
     auto fill = [&](auto& set, const char* key) {
@@ -390,7 +391,8 @@ class generator {
     const auto p = Backend::graph(current_).producer(c.anchor);
     std::uint64_t h = select::hash_combine(c.op, p == graph::no_node ? 0 : node_hash_[graph::index(p)]);
     if (const auto* ep = Backend::edge_profile(profile_, c.anchor); ep && !ep->runs.empty())
-      h = select::hash_combine(h, select::hash_combine(static_cast<std::uint64_t>(ep->runs[0].type), ep->runs[0].shape.size()));
+      h = select::hash_combine(
+          h, select::hash_combine(static_cast<std::uint64_t>(ep->runs[0].type), ep->runs[0].shape.size()));
     return h;
   }
 
@@ -406,7 +408,8 @@ class generator {
           else if constexpr (std::is_same_v<T, std::string>) return select::hash_combine(h, select::hash_string(x));
           else {
             for (const auto& e : x) {
-              if constexpr (std::is_same_v<std::decay_t<decltype(e)>, double>) h = select::hash_combine(h, std::bit_cast<std::uint64_t>(e));
+              if constexpr (std::is_same_v<std::decay_t<decltype(e)>, double>)
+                h = select::hash_combine(h, std::bit_cast<std::uint64_t>(e));
               else h = select::hash_combine(h, static_cast<std::uint64_t>(e));
             }
             return h;
@@ -428,8 +431,7 @@ class generator {
       const auto* id = std::get_if<std::int64_t>(&value);
       if (op.params[i].type.kind == dsl::type_kind::op && id && *id >= 0)
         s += " $" + op.params[i].name + "=" + std::string(symbols_.name(static_cast<std::uint32_t>(*id)));
-      else
-        s += " $" + op.params[i].name + "=" + attr_text(value);
+      else s += " $" + op.params[i].name + "=" + attr_text(value);
     }
     return s;
   }
@@ -470,10 +472,15 @@ class generator {
       t.add_tuple(std::uint64_t{4}, static_cast<std::uint64_t>(s.format), s.contiguous);
       t.add_tuple(std::uint64_t{5}, s.storage_sharers > 1, s.requires_grad);
       const auto& nmb = s.numbers;
-      const std::uint64_t value_class = nmb.nan_count || nmb.inf_count ? 0 : nmb.zero_count == static_cast<std::uint64_t>(s.numel) ? 1
-                                        : nmb.min >= 0 ? 2 : nmb.max <= 0 ? 3 : 4;
+      const std::uint64_t value_class = nmb.nan_count || nmb.inf_count                          ? 0
+                                        : nmb.zero_count == static_cast<std::uint64_t>(s.numel) ? 1
+                                        : nmb.min >= 0                                          ? 2
+                                        : nmb.max <= 0                                          ? 3
+                                                                                                : 4;
       t.add_tuple(std::uint64_t{6}, value_class);
-      t.add_tuple(std::uint64_t{7}, static_cast<std::uint64_t>(std::bit_width(static_cast<std::uint64_t>(std::max<std::int64_t>(s.numel, 0)))));
+      t.add_tuple(
+          std::uint64_t{7},
+          static_cast<std::uint64_t>(std::bit_width(static_cast<std::uint64_t>(std::max<std::int64_t>(s.numel, 0)))));
     }
     const auto& op = pool_.operators[c.op];
     const auto name = select::hash_string(op.name);
@@ -492,17 +499,19 @@ class generator {
   profile_type profile_;
   const inputs_type* inputs_ = nullptr;
   std::optional<adapter_type> adapter_;
-  std::optional<select::downstream_impact_cache<std::remove_cvref_t<decltype(Backend::graph(std::declval<const model_type&>()))>>> impact_;
+  std::optional<
+      select::downstream_impact_cache<std::remove_cvref_t<decltype(Backend::graph(std::declval<const model_type&>()))>>>
+      impact_;
   std::vector<double> influence_;
   select::coverage_counter coverage_;
   select::rng rng_;
   match::workspace ws_;
   match::candidate_set set_;
   std::unordered_set<std::uint64_t> tried_;
-  std::unordered_set<std::uint64_t> excluded_;          ///< sites rejected at instantiation (this seed)
-  std::unordered_map<std::uint64_t, int> rejections_;   ///< per site class, over the campaign
-  std::unordered_set<std::uint64_t> banned_;            ///< site classes an operator is banned from
-  std::vector<std::uint64_t> node_hash_;  ///< hash of each node's kind name (current seed)
+  std::unordered_set<std::uint64_t> excluded_;         ///< sites rejected at instantiation (this seed)
+  std::unordered_map<std::uint64_t, int> rejections_;  ///< per site class, over the campaign
+  std::unordered_set<std::uint64_t> banned_;           ///< site classes an operator is banned from
+  std::vector<std::uint64_t> node_hash_;               ///< hash of each node's kind name (current seed)
   std::string seed_hash_;
   double profile_ms_ = 0, seed_ms_ = 0, influence_ms_ = 0;
 };

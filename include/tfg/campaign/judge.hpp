@@ -216,7 +216,9 @@ struct performance_confirmation {
   char buf[128];
   const auto& ex = o.exchange;
   switch (ex.kind) {
-    case outcome::timeout: std::snprintf(buf, sizeof buf, "no reply within %lld ms", static_cast<long long>(timeout_ms)); break;
+    case outcome::timeout:
+      std::snprintf(buf, sizeof buf, "no reply within %lld ms", static_cast<long long>(timeout_ms));
+      break;
     case outcome::out_of_memory:
       std::snprintf(buf, sizeof buf, "worker RSS reached %lld MiB", static_cast<long long>(ex.peak_rss_bytes >> 20));
       break;
@@ -235,7 +237,8 @@ struct observed_finding {
 };
 
 /// The reference configuration's error, when it failed ("" when it ran).
-[[nodiscard]] inline std::string reference_error(const worker_reply& reply, std::string_view reference = "eager_op_by_op") {
+[[nodiscard]] inline std::string reference_error(const worker_reply& reply,
+                                                 std::string_view reference = "eager_op_by_op") {
   const auto* r = reply.result(reference);
   return r && !r->ok ? r->error : std::string();
 }
@@ -348,7 +351,8 @@ struct finding_filter {
     // Ill-conditioned, or beyond the dtype's range: not a defect (docs/oracle.md).
     if (at.conditioned && (*kind == K::numeric || *kind == K::nan_inf)) continue;
     if (v.config_a == "autograd_eager" && v.config_b == "autograd_float64" && at.position >= 0 &&
-        std::find(conditioned_at.begin(), conditioned_at.end(), std::make_pair(at.position, *kind)) != conditioned_at.end())
+        std::find(conditioned_at.begin(), conditioned_at.end(), std::make_pair(at.position, *kind)) !=
+            conditioned_at.end())
       continue;
     std::string detail;
     if (*kind == K::exception || *kind == K::export_failure) detail = oracle::normalise_message(v.message);
@@ -365,8 +369,8 @@ struct finding_filter {
 
 /// Whether `o` shows the finding `f` again: the same signature, attributing (and localising)
 /// what it shows with `attribute`. Performance findings need `perf`.
-[[nodiscard]] inline bool reproduces(const oracle::finding_signature& f, const run_outcome& o, const attributor& attribute,
-                                     const performance_rule* perf = nullptr) {
+[[nodiscard]] inline bool reproduces(const oracle::finding_signature& f, const run_outcome& o,
+                                     const attributor& attribute, const performance_rule* perf = nullptr) {
   const auto id = f.id();
   for (const auto& x : findings_of(o, attribute, perf, finding_filter{&f}))
     if (x.signature.id() == id) return true;

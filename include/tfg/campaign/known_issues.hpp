@@ -42,8 +42,7 @@ struct known_issue {
   std::ifstream in(file);
   if (!in) throw std::runtime_error(file.string() + ": cannot open the known-issues file");
   const auto j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.is_array())
-    throw std::runtime_error(file.string() + ": not a JSON array of known issues");
+  if (j.is_discarded() || !j.is_array()) throw std::runtime_error(file.string() + ": not a JSON array of known issues");
   std::vector<known_issue> out;
   std::size_t n = 0;
   for (const auto& e : j) {

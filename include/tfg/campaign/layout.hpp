@@ -30,10 +30,8 @@ namespace tfg::campaign {
 /// The model file extension of `Backend` (`Backend::model_extension` if it declares one).
 template <class Backend>
 [[nodiscard]] std::string model_extension_of() {
-  if constexpr (requires { Backend::model_extension; })
-    return std::string(Backend::model_extension);
-  else
-    return ".pt";
+  if constexpr (requires { Backend::model_extension; }) return std::string(Backend::model_extension);
+  else return ".pt";
 }
 
 /// The files of one finding folder (findings/<id>/ or its reduced/ sub-folder).
@@ -134,7 +132,9 @@ class layout {
   }
 
   [[nodiscard]] std::filesystem::path operators_dir() const { return root_ / "operators"; }
-  [[nodiscard]] std::filesystem::path operators_copy(std::size_t k) const { return operators_dir() / std::to_string(k); }
+  [[nodiscard]] std::filesystem::path operators_copy(std::size_t k) const {
+    return operators_dir() / std::to_string(k);
+  }
 
   [[nodiscard]] std::filesystem::path work_dir() const { return root_ / "work"; }
   /// The round's mutant, exported for the worker.
@@ -152,7 +152,9 @@ class layout {
   [[nodiscard]] static std::filesystem::path finding_rel(std::string_view id) {
     return std::filesystem::path("findings") / std::string(id);
   }
-  [[nodiscard]] finding_layout finding(std::string_view id) const { return finding_layout(root_ / finding_rel(id), ext_); }
+  [[nodiscard]] finding_layout finding(std::string_view id) const {
+    return finding_layout(root_ / finding_rel(id), ext_);
+  }
   /// The finding folder `rel` (a findings row's `dir`, relative to the campaign folder).
   [[nodiscard]] finding_layout finding_at(const std::filesystem::path& rel) const {
     return finding_layout(root_ / rel, ext_);
@@ -195,9 +197,13 @@ class fuzz_layout {
   [[nodiscard]] std::filesystem::path findings_jsonl() const { return root_ / "findings.jsonl"; }
   [[nodiscard]] std::filesystem::path findings_sarif() const { return root_ / "findings.sarif"; }
   [[nodiscard]] std::filesystem::path report() const { return root_ / "report.html"; }
-  [[nodiscard]] finding_layout finding_at(const std::filesystem::path& rel) const { return finding_layout(root_ / rel); }
+  [[nodiscard]] finding_layout finding_at(const std::filesystem::path& rel) const {
+    return finding_layout(root_ / rel);
+  }
   /// The folders --force empties.
-  [[nodiscard]] std::vector<std::filesystem::path> folders() const { return {campaigns_dir(), findings_dir(), logs_dir()}; }
+  [[nodiscard]] std::vector<std::filesystem::path> folders() const {
+    return {campaigns_dir(), findings_dir(), logs_dir()};
+  }
 
  private:
   std::filesystem::path root_;

@@ -10,9 +10,9 @@
 ///  - graph-level pairs (graph executor, frozen + optimize_for_inference, autograd through the
 ///    graph executor, the compiled and ONNX configurations) and process-level failures: a
 ///    bisection over the diverging outputs' cone, a DAG, with `cut` requests (the model cut at
-///    an edge, that edge its output; a cut diverges when its cone holds the culprit). The first probe is the cut at the outputs themselves: when the divergence
-///    vanishes there, an optimisation across the cut changed what the configuration does and
-///    the result says so. After the bisection one more probe checks the culprit's inputs: when
+///    an edge, that edge its output; a cut diverges when its cone holds the culprit). The first probe is the cut at the
+///    outputs themselves: when the divergence vanishes there, an optimisation across the cut changed what the
+///    configuration does and the result says so. After the bisection one more probe checks the culprit's inputs: when
 ///    one of them diverges, the search continues below it. About log2(n) + 3 steps;
 ///  - an exception of a graph-level configuration whose own error names the node that raised
 ///    (`verdict::failed_at`, from the TorchScript interpreter's traceback): that node, described
@@ -39,17 +39,17 @@ namespace tfg::campaign {
 /// Where a disagreement starts.
 struct localisation {
   bool localised = false;
-  std::int64_t position = -1;        ///< in the model's topological order
+  std::int64_t position = -1;            ///< in the model's topological order
   graph::node_id node = graph::no_node;  ///< the supervisor's node at that position
-  std::string op;                    ///< its kind
-  std::string inputs;                ///< the state class of its inputs
-  std::vector<std::string> states;   ///< F of its inputs, for humans
-  oracle::verdict divergence;        ///< how its outputs differ
-  int runs = 0;                      ///< configuration runs spent
-  int requests = 0;                  ///< worker requests spent
-  bool confirmed = false;            ///< the culprit's inputs were checked to agree
-  bool conditioned = false;          ///< the culprit is accurate on its own inputs (located::conditioned)
-  std::string note;                  ///< why not localised, or what to know about the result
+  std::string op;                        ///< its kind
+  std::string inputs;                    ///< the state class of its inputs
+  std::vector<std::string> states;       ///< F of its inputs, for humans
+  oracle::verdict divergence;            ///< how its outputs differ
+  int runs = 0;                          ///< configuration runs spent
+  int requests = 0;                      ///< worker requests spent
+  bool confirmed = false;                ///< the culprit's inputs were checked to agree
+  bool conditioned = false;              ///< the culprit is accurate on its own inputs (located::conditioned)
+  std::string note;                      ///< why not localised, or what to know about the result
 };
 
 /// Sends one request to a worker and returns what happened (a dead worker is the caller's to
@@ -75,8 +75,8 @@ class localiser {
   /// configurations run op by op (one trace request). `crash`: the finding is a process-level
   /// failure of config_b; a probe that kills the worker counts as diverging. `named`: the
   /// position the failing configuration's own error names (verdict::failed_at), -1 if none.
-  [[nodiscard]] localisation run(worker_request base, std::span<const graph::edge_id> outputs, bool op_by_op, bool crash,
-                                 const step_function& step, std::int64_t named = -1) const {
+  [[nodiscard]] localisation run(worker_request base, std::span<const graph::edge_id> outputs, bool op_by_op,
+                                 bool crash, const step_function& step, std::int64_t named = -1) const {
     localisation out;
     const auto n_nodes = static_cast<std::int64_t>(std::ranges::distance(g_.topological_order()));
     if (named >= 0 && named < n_nodes && !crash) {
@@ -211,8 +211,9 @@ class localiser {
         }
       }
       if (!any) {
-        out.note = "the divergence vanishes when the model is cut at its output's producer: an optimisation across "
-                   "the cut (fusion of what follows) changes what the configuration does; not localised";
+        out.note =
+            "the divergence vanishes when the model is cut at its output's producer: an optimisation across "
+            "the cut (fusion of what follows) changes what the configuration does; not localised";
         out.position = static_cast<std::int64_t>(producers.back());
         return out;
       }
@@ -267,8 +268,10 @@ class localiser {
       // (a node without inputs) is the same value in both configurations.
       for (auto e : g_.inputs(culprit)) {
         const auto p = g_.producer(e);
-        if (p == graph::no_node || !is_tensor_(e) || !std::ranges::binary_search(cands, pos_[graph::index(p)])) continue;
-        ins.push_back({static_cast<std::uint32_t>(pos_[graph::index(p)]), static_cast<std::int32_t>(g_.producer_slot(e))});
+        if (p == graph::no_node || !is_tensor_(e) || !std::ranges::binary_search(cands, pos_[graph::index(p)]))
+          continue;
+        ins.push_back(
+            {static_cast<std::uint32_t>(pos_[graph::index(p)]), static_cast<std::int32_t>(g_.producer_slot(e))});
         producer_index.push_back(pos_[graph::index(p)]);
       }
       if (ins.empty() || crash) {
@@ -379,7 +382,8 @@ class localiser {
     out.states = l.states;
     out.divergence = l.divergence;
     if (l.position >= 0 && static_cast<std::size_t>(l.position) < pos_.size() &&
-        static_cast<std::size_t>(l.position) < static_cast<std::size_t>(std::ranges::distance(g_.topological_order()))) {
+        static_cast<std::size_t>(l.position) <
+            static_cast<std::size_t>(std::ranges::distance(g_.topological_order()))) {
       out.node = order_at(static_cast<std::size_t>(l.position));
       out.op = kind_(out.node);
       if (!l.op.empty() && l.op != out.op) {

@@ -78,7 +78,7 @@ struct status {
   double rounds_per_s = 0;
   std::size_t legal = 0, executed = 0, findings = 0, instances = 0, inherited = 0;
   metrics::snapshot metrics;
-  std::string last;  ///< what the round did, one phrase
+  std::string last;          ///< what the round did, one phrase
   bool out_of_time = false;  ///< run() stopped because options::time_budget was spent
 };
 
@@ -177,8 +177,7 @@ class loop {
       // specialised on them).
       if constexpr (requires { b_.load_seed(opt_.seed_model, opt_.inputs_path); })
         seed.emplace(b_.load_seed(opt_.seed_model, opt_.inputs_path));
-      else
-        seed.emplace(b_.load(opt_.seed_model));
+      else seed.emplace(b_.load(opt_.seed_model));
       inputs_.emplace(b_.seed_inputs(*seed, opt_.seed_model, opt_.inputs_path));
       // A seed whose own execution disagrees with its framework would make every finding ours.
       if constexpr (requires { b_.check_seed(*seed, opt_.seed_model, *inputs_); })
@@ -242,13 +241,13 @@ class loop {
     space_ = b_.metrics_space(universe_);
     tracker_.emplace(space_);
 
-    corpus_.emplace(files_, typename corpus_type::rules{opt_.corpus_size, opt_.return_every, opt_.min_legal_rate,
-                                                        opt_.legal_window, opt_.magnitude_limit, opt_.max_seed_nodes,
-                                                        opt_.accept_any});
+    corpus_.emplace(
+        files_, typename corpus_type::rules{opt_.corpus_size, opt_.return_every, opt_.min_legal_rate, opt_.legal_window,
+                                            opt_.magnitude_limit, opt_.max_seed_nodes, opt_.accept_any});
     workers_.emplace(files_.workers_dir(), opt_.worker_exe, worker_environment<Backend>(), opt_.rss_limit_bytes);
-    recorder_.emplace(files_,
-                      typename finding_recorder<Backend>::rules{opt_.reruns, opt_.perf_trials, opt_.localise, opt_.configs},
-                      *store_, *workers_, configs_, perf_, nan_rules_);
+    recorder_.emplace(
+        files_, typename finding_recorder<Backend>::rules{opt_.reruns, opt_.perf_trials, opt_.localise, opt_.configs},
+        *store_, *workers_, configs_, perf_, nan_rules_);
     workers_->spawn();
     if (!(opt_.resume && resume_calibration(state))) calibrate();
     gen_->profile_and_set_seed(std::move(*seed), *inputs_);
@@ -271,8 +270,8 @@ class loop {
   /// Runs the seed `calibration_runs` times under every configuration: the last run's time sets
   /// the per-mutant timeout (max(floor, 10 x seed time), at most the cap); its outcome is round 0's.
   void calibrate() {
-    seed_outcome_ = workers_->calibrate_on(request(files_.current()), opt_.calibration_runs, opt_.timeout_floor,
-                                           opt_.timeout_cap);
+    seed_outcome_ =
+        workers_->calibrate_on(request(files_.current()), opt_.calibration_runs, opt_.timeout_floor, opt_.timeout_cap);
     store_->set_meta("timeout_ms", std::to_string(workers_->timeout().count()));
     store_->set_meta("calibration_load", std::to_string(workers_->calibration_load()));
     perf_.seed_times = seed_outcome_->reply->config_times();
@@ -286,7 +285,8 @@ class loop {
     const auto load = store_->meta("calibration_load");
     const auto ms = state.timeout_ms;
     if (state.round == 0 || ms <= 0 || !load) return false;
-    workers_->restore_calibration(std::chrono::milliseconds(ms), std::stod(*load), opt_.timeout_floor, opt_.timeout_cap);
+    workers_->restore_calibration(std::chrono::milliseconds(ms), std::stod(*load), opt_.timeout_floor,
+                                  opt_.timeout_cap);
     return true;
   }
 
@@ -326,7 +326,8 @@ class loop {
     if (const auto err = reference_error(*o.reply); !err.empty())
       throw std::runtime_error("the seed fails in its reference configuration: " + first_line(err));
     auto found = findings_of(o, attributor_for(seed_model, req, none), nullptr);
-    for (auto& f : nan_findings<Backend>(seed_model, gen_->current_profile(), none, nan_rules_)) found.push_back(std::move(f));
+    for (auto& f : nan_findings<Backend>(seed_model, gen_->current_profile(), none, nan_rules_))
+      found.push_back(std::move(f));
     for (const auto& f : found) {
       ids.push_back(recorder_->record(f, origin(rec), req, files_.current()));
       corpus_->add_root(f);
@@ -341,7 +342,8 @@ class loop {
     rec.new_transitions = static_cast<std::int64_t>(nov.new_transitions);
     behaviour_.seed(behaviour_of<Backend>(seed_model, gen_->current_profile(), std::move(disagreements)));
     rec.phase_ms["judge"] = ms_since(t);
-    status_.last = ids.empty() ? "seed agrees in every configuration" : "seed: " + std::to_string(ids.size()) + " finding(s)";
+    status_.last =
+        ids.empty() ? "seed agrees in every configuration" : "seed: " + std::to_string(ids.size()) + " finding(s)";
     finish_round(rec);
     ++round_;
   }
@@ -354,8 +356,9 @@ class loop {
     if (!opt_.localise) return fixed_attribution(std::move(fallback));
     auto r = req;
     r.id = static_cast<std::int64_t>(round_);
-    return localising_attributor<Backend>(std::move(r), std::move(fallback), configs_,
-                                          [this](const worker_request& q) { return workers_->execute(q); }, &m);
+    return localising_attributor<Backend>(
+        std::move(r), std::move(fallback), configs_, [this](const worker_request& q) { return workers_->execute(q); },
+        &m);
   }
 
   // ---- one round -----------------------------------------------------------------------------
@@ -444,7 +447,8 @@ class loop {
         g.message = process_message(f.signature, out, workers_->used_timeout().count()) + "\n" + out.exchange.log;
         rec.reason += (rec.reason.empty() ? "" : ",") + recorder_->record(g, origin(rec), req, mutant_path);
       }
-      status_.last = std::string(found.empty() ? "crash" : oracle::to_string(found[0].signature.kind)) + " in " + op.name;
+      status_.last =
+          std::string(found.empty() ? "crash" : oracle::to_string(found[0].signature.kind)) + " in " + op.name;
       corpus_->record_window(true);
     } else {
       const auto l0 = clk::now();
@@ -537,8 +541,7 @@ class loop {
     if (const auto why_not = corpus_->why_not_healthy(mm, mp, !ids.empty(), gen_->current(), gen_->current_profile());
         why_not.empty())
       accept(mu, req, reply, rec, shown);
-    else
-      notes_.push_back("not accepted: " + why_not);
+    else notes_.push_back("not accepted: " + why_not);
     if (status_.last.empty() || rec.verdict == round_verdict::legal) status_.last = "legal " + op.name;
     return reward;
   }
@@ -643,7 +646,8 @@ class loop {
     status_.executed = st.executed;
     // The corpus: members re-imported from their files (node ids are new: roots by position).
     corpus_->restore(
-        st.corpus, [&](const fs::path& p) { return b_.load(p); }, [&](const model_type& m) { return b_.profile(m, *inputs_); });
+        st.corpus, [&](const fs::path& p) { return b_.load(p); },
+        [&](const model_type& m) { return b_.profile(m, *inputs_); });
     // current.pt is always a member's copy: continue from it with that member's ids.
     if (!corpus_->empty()) gen_->set_seed(corpus_->current().model, corpus_->current().profile, *inputs_);
     gen_->restore_state(st.generator);
@@ -652,7 +656,8 @@ class loop {
       if (r.round >= static_cast<std::int64_t>(round_)) break;
       if (r.arm < 0 || r.verdict == round_verdict::no_candidate) continue;
       const auto extra = nlohmann::json::parse(r.extra_json.empty() ? "{}" : r.extra_json, nullptr, false);
-      const std::uint64_t cls = !extra.is_discarded() && extra.contains("class") ? extra["class"].get<std::uint64_t>() : 0;
+      const std::uint64_t cls =
+          !extra.is_discarded() && extra.contains("class") ? extra["class"].get<std::uint64_t>() : 0;
       if (r.verdict == round_verdict::rejected) {
         gen_->replay(select::context{r.context}, static_cast<std::uint32_t>(r.arm), cls, 0.0, {});
         continue;
@@ -684,9 +689,9 @@ class loop {
   std::optional<metrics::tracker> tracker_;
   performance_rule perf_;
   oracle::nan_rules nan_rules_;
-  std::string switched_;             ///< the corpus switch of this round, for its notes
-  std::vector<std::string> notes_;   ///< what the current round wants on record (extra_json "notes")
-  double accept_ms_ = 0;  ///< time the current round spent re-seeding (excluded from "judge")
+  std::string switched_;                  ///< the corpus switch of this round, for its notes
+  std::vector<std::string> notes_;        ///< what the current round wants on record (extra_json "notes")
+  double accept_ms_ = 0;                  ///< time the current round spent re-seeding (excluded from "judge")
   std::vector<fs::path> operators_from_;  ///< the operator folders the snapshot was taken from
   std::size_t round_ = 0;
   folder_lock lock_;  ///< held from setup to the loop's end: another loop of this process may then resume

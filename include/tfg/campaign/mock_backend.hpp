@@ -73,9 +73,8 @@ struct op_info {
   std::string_view name;
   std::size_t arity;
 };
-inline constexpr op_info ops[] = {{"mock::const", 1},    {"mock::add", 2},  {"mock::mul", 2},
-                                  {"mock::neg", 1},      {"mock::relu", 1}, {"mock::tanh", 1},
-                                  {"mock::identity", 1}, {"mock::softsign", 1}};
+inline constexpr op_info ops[] = {{"mock::const", 1}, {"mock::add", 2},  {"mock::mul", 2},      {"mock::neg", 1},
+                                  {"mock::relu", 1},  {"mock::tanh", 1}, {"mock::identity", 1}, {"mock::softsign", 1}};
 
 [[nodiscard]] inline const op_info* find_op(std::string_view name) noexcept {
   for (const auto& o : ops)
@@ -109,7 +108,8 @@ using inputs = std::vector<std::vector<vec>>;
 [[nodiscard]] inline vec evaluate_node(std::string_view op, const std::vector<vec>& args, std::size_t width) {
   const auto* info = find_op(op);
   if (!info) throw std::invalid_argument("mock: unknown node kind " + std::string(op));
-  if (args.size() != info->arity) throw std::invalid_argument("mock: " + std::string(op) + " takes " + std::to_string(info->arity) + " arguments");
+  if (args.size() != info->arity)
+    throw std::invalid_argument("mock: " + std::string(op) + " takes " + std::to_string(info->arity) + " arguments");
   vec out(width);
   for (std::size_t i = 0; i < width; ++i) {
     const double a = args[0][i], b = args.size() > 1 ? args[1][i] : 0.0;
@@ -140,16 +140,21 @@ template <class Eval>
   std::vector<vec> values(m.graph.edge_capacity());
   const auto gi = m.graph.graph_inputs();
   if (in.size() != gi.size())
-    throw std::invalid_argument("mock: the model takes " + std::to_string(gi.size()) + " inputs, given " + std::to_string(in.size()));
+    throw std::invalid_argument("mock: the model takes " + std::to_string(gi.size()) + " inputs, given " +
+                                std::to_string(in.size()));
   for (std::size_t i = 0; i < gi.size(); ++i) {
-    if (in[i].size() != m.width) throw std::invalid_argument("mock: an input is not " + std::to_string(m.width) + " wide");
+    if (in[i].size() != m.width)
+      throw std::invalid_argument("mock: an input is not " + std::to_string(m.width) + " wide");
     values[graph::index(gi[i])] = in[i];
   }
-  for (auto n : m.graph.topological_order()) values[graph::index(m.graph.outputs(n)[0])] = eval(n, node_args(m, n, values));
+  for (auto n : m.graph.topological_order())
+    values[graph::index(m.graph.outputs(n)[0])] = eval(n, node_args(m, n, values));
   return values;
 }
 [[nodiscard]] inline std::vector<vec> run_reference(const model& m, const std::vector<vec>& in) {
-  return run_graph(m, in, [&](graph::node_id n, const std::vector<vec>& a) { return evaluate_node(m.graph.data(n).op, a, m.width); });
+  return run_graph(m, in, [&](graph::node_id n, const std::vector<vec>& a) {
+    return evaluate_node(m.graph.data(n).op, a, m.width);
+  });
 }
 
 // ---- files --------------------------------------------------------------------------------
@@ -216,15 +221,16 @@ template <class Eval>
   }
   nlohmann::json outs = nlohmann::json::array();
   for (auto e : m.graph.graph_outputs()) outs.push_back(name(e));
-  return nlohmann::json{{"mock", 1}, {"width", m.width}, {"inputs", m.graph.graph_inputs().size()}, {"nodes", nodes},
-                        {"outputs", outs}}
+  return nlohmann::json{
+      {"mock", 1}, {"width", m.width}, {"inputs", m.graph.graph_inputs().size()}, {"nodes", nodes}, {"outputs", outs}}
       .dump(1);
 }
 
 [[nodiscard]] inline inputs load_inputs_file(const std::filesystem::path& path) {
   std::ifstream in(path);
   const auto j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.contains("runs")) throw std::runtime_error(path.string() + ": not mock inputs ({\"runs\": ...})");
+  if (j.is_discarded() || !j.contains("runs"))
+    throw std::runtime_error(path.string() + ": not mock inputs ({\"runs\": ...})");
   return j.at("runs").get<inputs>();
 }
 
@@ -339,8 +345,10 @@ struct mutant {
 /// Rewrites a copy of `source` as `op`'s replacement says for bindings `b` (see the file
 /// comment for what is supported).
 [[nodiscard]] inline std::variant<mutant, failure> instantiate(const model& source, const adapter& ad,
-                                                               const match::compiled_operator& op, const match::bindings& b,
-                                                               const match::symbol_table& symbols, match::workspace& ws) {
+                                                               const match::compiled_operator& op,
+                                                               const match::bindings& b,
+                                                               const match::symbol_table& symbols,
+                                                               match::workspace& ws) {
   using match::template_arg;
   auto fail = [&](const std::string& why) { return failure{match::reject_stage::internal, op.name + ": " + why}; };
   mutant out;
@@ -358,7 +366,8 @@ struct mutant {
     std::string kind = rn.op;
     if (rn.op_param) {
       const auto& p = b.params.at(*rn.op_param);
-      if (const auto* id = std::get_if<std::int64_t>(&p)) kind = std::string(symbols.name(static_cast<std::uint32_t>(*id)));
+      if (const auto* id = std::get_if<std::int64_t>(&p))
+        kind = std::string(symbols.name(static_cast<std::uint32_t>(*id)));
       else if (const auto* s = std::get_if<std::string>(&p)) kind = *s;
     }
     const auto* info = find_op(kind);
@@ -404,11 +413,13 @@ struct mutant {
         }
       }
       const auto x = constant ? number(*constant) : std::nullopt;
-      if (!x) return fail("an argument of " + kind + " is not a number or a value (the mock backend has no other kind)");
+      if (!x)
+        return fail("an argument of " + kind + " is not a number or a value (the mock backend has no other kind)");
       d.args.push_back({-1, *x});
     }
     if (d.args.empty() || d.args[0].input < 0) return fail("the first argument of " + kind + " must be a value");
-    staged.insert_or_assign(rn.outputs[0], tx.output(tx.new_node(std::move(d), std::move(ins), std::vector<edge_data>(1)), 0));
+    staged.insert_or_assign(rn.outputs[0],
+                            tx.output(tx.new_node(std::move(d), std::move(ins), std::vector<edge_data>(1)), 0));
   }
   auto target_of = [&](std::uint32_t slot) -> std::optional<graph::value_ref> {
     if (slot < op.pattern_value_count)
@@ -481,13 +492,15 @@ class backend {
   [[nodiscard]] model load(const std::filesystem::path& p) const { return load_model(p); }
   void save(const model& m, const std::filesystem::path& p) const { write_file_atomic(p, model_json(m)); }
   /// The inputs file when given, else two deterministic runs with values in [-1.5, 1.5].
-  [[nodiscard]] inputs seed_inputs(const model& m, const std::filesystem::path&, const std::filesystem::path& in) const {
+  [[nodiscard]] inputs seed_inputs(const model& m, const std::filesystem::path&,
+                                   const std::filesystem::path& in) const {
     if (!in.empty()) return load_inputs_file(in);
     inputs out(2);
     for (std::size_t r = 0; r < out.size(); ++r)
       for (std::size_t i = 0; i < m.graph.graph_inputs().size(); ++i) {
         vec v(m.width);
-        for (std::size_t k = 0; k < m.width; ++k) v[k] = static_cast<double>(static_cast<int>((k + 2 * r + i) % 7) - 3) * 0.5;
+        for (std::size_t k = 0; k < m.width; ++k)
+          v[k] = static_cast<double>(static_cast<int>((k + 2 * r + i) % 7) - 3) * 0.5;
         out[r].push_back(std::move(v));
       }
     return out;
@@ -513,7 +526,8 @@ class backend {
   // F(e) and influence
   [[nodiscard]] mock::profile profile(const model& m, const inputs& in) const { return profile_model(m, in); }
   [[nodiscard]] static const state::edge_profile* edge_profile(const mock::profile& p, graph::edge_id e) {
-    return graph::index(e) < p.edges.size() && !p.edges[graph::index(e)].runs.empty() ? &p.edges[graph::index(e)] : nullptr;
+    return graph::index(e) < p.edges.size() && !p.edges[graph::index(e)].runs.empty() ? &p.edges[graph::index(e)]
+                                                                                      : nullptr;
   }
   [[nodiscard]] static bool outputs_finite(const mock::profile& p) {
     for (const auto& run : p.outputs)
@@ -541,13 +555,15 @@ class backend {
     for (auto e : m.graph.edges()) {
       auto nudged = run_graph(m, in[0], [&](graph::node_id n, std::vector<vec> a) {
         for (std::size_t k = 0; k < a.size(); ++k)
-          if (const auto& d = m.graph.data(n).args[k]; d.input >= 0 && m.graph.inputs(n)[static_cast<std::size_t>(d.input)] == e)
+          if (const auto& d = m.graph.data(n).args[k];
+              d.input >= 0 && m.graph.inputs(n)[static_cast<std::size_t>(d.input)] == e)
             for (auto& x : a[k]) x = base[graph::index(e)][&x - a[k].data()] + h;
         return evaluate_node(m.graph.data(n).op, a, m.width);
       });
       double moved = 0;
       for (auto o : m.graph.graph_outputs())
-        for (std::size_t i = 0; i < m.width; ++i) moved += std::fabs(nudged[graph::index(o)][i] - base[graph::index(o)][i]);
+        for (std::size_t i = 0; i < m.width; ++i)
+          moved += std::fabs(nudged[graph::index(o)][i] - base[graph::index(o)][i]);
       g[graph::index(e)] = m.graph.is_graph_output(e) ? 1.0 : moved / (h * static_cast<double>(m.width));
     }
     return g;
@@ -556,9 +572,12 @@ class backend {
   // mutation through the match adapter
   [[nodiscard]] match::extern_registry externs() const { return {}; }
   void bind_externs(const model&, const mock::profile&) {}
-  [[nodiscard]] mock::adapter adapter(const model& m, const mock::profile& p, match::symbol_table& s) const { return {m, p, s}; }
-  [[nodiscard]] std::variant<mutant, failure> instantiate(const model& m, const mock::adapter& a, const match::compiled_operator& op,
-                                                          const match::bindings& b, match::symbol_table& s, match::workspace& ws,
+  [[nodiscard]] mock::adapter adapter(const model& m, const mock::profile& p, match::symbol_table& s) const {
+    return {m, p, s};
+  }
+  [[nodiscard]] std::variant<mutant, failure> instantiate(const model& m, const mock::adapter& a,
+                                                          const match::compiled_operator& op, const match::bindings& b,
+                                                          match::symbol_table& s, match::workspace& ws,
                                                           const inputs&) const {
     return mock::instantiate(m, a, op, b, s, ws);
   }
@@ -566,7 +585,8 @@ class backend {
   /// reads a value the mutation added.
   [[nodiscard]] std::optional<failure> check(mutant& mu, const mock::adapter& a, const match::compiled_operator& op,
                                              const match::bindings& b, match::symbol_table& s,
-                                             const match::requirement_table& req, const inputs& in, match::workspace& ws) const {
+                                             const match::requirement_table& req, const inputs& in,
+                                             match::workspace& ws) const {
     try {
       mu.probe = profile_model(mu.m, in);
     } catch (const std::exception& e) {
@@ -589,7 +609,8 @@ class backend {
         for (const auto& u : mu.m.graph.consumers(e)) readers.insert(graph::index(u.node));
     for (auto r : readers)
       if (match::evaluate_requirement(req, after, graph::node_id{r}, ws) == match::requirement_outcome::fails)
-        return failure{match::reject_stage::output, op.name + ": " + mu.m.graph.data(graph::node_id{r}).op + " rejects its new input"};
+        return failure{match::reject_stage::output,
+                       op.name + ": " + mu.m.graph.data(graph::node_id{r}).op + " rejects its new input"};
     return std::nullopt;
   }
   [[nodiscard]] static model& mutant_model(mutant& mu) noexcept { return mu.m; }
@@ -607,7 +628,8 @@ class backend {
         if (a.input < 0) continue;
         const auto e = m.graph.inputs(n)[static_cast<std::size_t>(a.input)];
         if (const auto* ep = edge_profile(p, e))
-          if (auto c = metrics::input_class(ep->runs[0])) o.inputs.push_back({d.op, "arg" + std::to_string(a.input), *c});
+          if (auto c = metrics::input_class(ep->runs[0]))
+            o.inputs.push_back({d.op, "arg" + std::to_string(a.input), *c});
         if (const auto q = m.graph.producer(e); q != graph::no_node) o.pairs.push_back({m.graph.data(q).op, d.op});
       }
     }
@@ -619,7 +641,8 @@ class backend {
       metrics::op_space o;
       o.name = std::string(op.name);
       o.produces_tensor = true;
-      for (std::size_t i = 0; i < op.arity && op.name != "mock::const"; ++i) o.inputs.push_back("arg" + std::to_string(i));
+      for (std::size_t i = 0; i < op.arity && op.name != "mock::const"; ++i)
+        o.inputs.push_back("arg" + std::to_string(i));
       s.ops.push_back(std::move(o));
       s.apis.push_back(std::string(op.name));
     }

@@ -63,14 +63,14 @@ namespace tfg::campaign {
 
 /// How to start a worker.
 struct spawn_options {
-  std::vector<std::string> argv;       ///< argv[0] = executable path, exec'd directly
-  std::vector<std::string> env_extra;  ///< "K=V", added to (overriding) the inherited environment
-  std::filesystem::path log_path;      ///< stdout+stderr appended here (O_APPEND); empty: /dev/null
+  std::vector<std::string> argv;               ///< argv[0] = executable path, exec'd directly
+  std::vector<std::string> env_extra;          ///< "K=V", added to (overriding) the inherited environment
+  std::filesystem::path log_path;              ///< stdout+stderr appended here (O_APPEND); empty: /dev/null
   std::chrono::milliseconds kill_grace{2000};  ///< SIGTERM, wait this long, then SIGKILL the group
-  std::int64_t rss_limit_bytes = 0;  ///< 0: none; the largest RSS (/proc/PID/statm) of the worker
-                                     ///< and its descendants, polled only while exchange() waits
+  std::int64_t rss_limit_bytes = 0;            ///< 0: none; the largest RSS (/proc/PID/statm) of the worker
+                                               ///< and its descendants, polled only while exchange() waits
   std::chrono::milliseconds rss_poll{100};     ///< RSS sampling period while waiting for a reply
-  bool die_with_supervisor = true;  ///< PR_SET_PDEATHSIG(SIGKILL) in the worker (see file comment)
+  bool die_with_supervisor = true;             ///< PR_SET_PDEATHSIG(SIGKILL) in the worker (see file comment)
 };
 
 /// How one exchange ended.
@@ -196,17 +196,15 @@ class worker {
     for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
       std::string_view kv(*e);
       auto key = kv.substr(0, kv.find('=') + 1);
-      bool overridden = std::any_of(o.env_extra.begin(), o.env_extra.end(),
-                                    [&](const std::string& x) { return x.starts_with(key); });
+      bool overridden =
+          std::any_of(o.env_extra.begin(), o.env_extra.end(), [&](const std::string& x) { return x.starts_with(key); });
       if (!overridden) env_store.emplace_back(kv);
     }
     for (auto& x : o.env_extra) env_store.push_back(x);
     std::vector<char*> envp;
     for (auto& e : env_store) envp.push_back(e.data());
     envp.push_back(nullptr);
-    auto fail = [](std::string what) {
-      return unexpected(what + ": " + std::strerror(errno));
-    };
+    auto fail = [](std::string what) { return unexpected(what + ": " + std::strerror(errno)); };
     std::string log = o.log_path.empty() ? std::string("/dev/null") : o.log_path.string();
     w.log_fd_ = ::open(log.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     if (w.log_fd_ < 0) return fail("spawn: open log " + log);
@@ -214,11 +212,10 @@ class worker {
     if (devnull < 0) return fail("spawn: open /dev/null");
     int req[2] = {-1, -1}, rep[2] = {-1, -1}, err[2] = {-1, -1};
     auto close_all = [&] {
-      for (int* fd : {&devnull, &req[0], &req[1], &rep[0], &rep[1], &err[0], &err[1]})
-        detail::close_fd(*fd);
+      for (int* fd : {&devnull, &req[0], &req[1], &rep[0], &rep[1], &err[0], &err[1]}) detail::close_fd(*fd);
     };
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, req) != 0 ||
-        ::pipe2(rep, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, req) != 0 || ::pipe2(rep, O_CLOEXEC) != 0 ||
+        ::pipe2(err, O_CLOEXEC) != 0) {
       auto e = fail("spawn: socketpair/pipe");
       close_all();
       return e;
@@ -252,8 +249,8 @@ class worker {
       int hi_req = ::fcntl(req[1], F_DUPFD_CLOEXEC, 10);
       int hi_rep = ::fcntl(rep[1], F_DUPFD_CLOEXEC, 10);
       if (hi_null < 0 || hi_log < 0 || hi_req < 0 || hi_rep < 0) detail::child_fail(hi_err, 2);
-      if (::dup2(hi_null, 0) < 0 || ::dup2(hi_log, 1) < 0 || ::dup2(hi_log, 2) < 0 ||
-          ::dup2(hi_req, 3) < 0 || ::dup2(hi_rep, 4) < 0)
+      if (::dup2(hi_null, 0) < 0 || ::dup2(hi_log, 1) < 0 || ::dup2(hi_log, 2) < 0 || ::dup2(hi_req, 3) < 0 ||
+          ::dup2(hi_rep, 4) < 0)
         detail::child_fail(hi_err, 2);
       if (hi_err > 5) ::close_range(5, static_cast<unsigned>(hi_err) - 1, 0);
       ::close_range(static_cast<unsigned>(hi_err) + 1, ~0U, 0);
@@ -372,8 +369,8 @@ class worker {
       nfds_t nfds = 0;
       if (!reply_eof) fds[nfds++] = {rep_fd_, POLLIN, 0};
       if (!write_closed && sent < out.size()) fds[nfds++] = {req_fd_, POLLOUT, 0};
-      int ms = static_cast<int>(
-          std::chrono::ceil<std::chrono::milliseconds>(std::max<clock::duration>(wait, {})).count());
+      int ms =
+          static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(std::max<clock::duration>(wait, {})).count());
       if (::poll(fds, nfds, ms) < 0 && errno != EINTR) std::this_thread::sleep_for(wait);
     }
   }
@@ -408,9 +405,7 @@ class worker {
   /// Exchanges that ended with a reply since spawn.
   std::size_t exchanges() const noexcept { return exchanges_; }
   /// The raw wait status once the worker was reaped (see running()); nullopt while it runs.
-  std::optional<int> wait_status() const noexcept {
-    return dead_ ? std::optional<int>(status_) : std::nullopt;
-  }
+  std::optional<int> wait_status() const noexcept { return dead_ ? std::optional<int>(status_) : std::nullopt; }
 
  private:
   explicit worker(spawn_options opt) : opt_(std::move(opt)) {}

@@ -94,12 +94,12 @@ struct worker_request {
 
 /// What a trace, cut or nan_check request found.
 struct located {
-  std::int64_t position = -1;  ///< the node (topological position); -1: none found
-  std::string op;              ///< its kind
-  std::string inputs;          ///< the state class of its inputs (finding signatures)
-  std::vector<std::string> states;  ///< F of each of its inputs, for humans
-  oracle::verdict divergence;       ///< how its outputs (the cut's outputs) differ
-  std::vector<std::string> kinds;   ///< cut: the kind of the node at each cut position
+  std::int64_t position = -1;          ///< the node (topological position); -1: none found
+  std::string op;                      ///< its kind
+  std::string inputs;                  ///< the state class of its inputs (finding signatures)
+  std::vector<std::string> states;     ///< F of each of its inputs, for humans
+  oracle::verdict divergence;          ///< how its outputs (the cut's outputs) differ
+  std::vector<std::string> kinds;      ///< cut: the kind of the node at each cut position
   std::vector<std::uint8_t> diverges;  ///< cut: per cut edge, 1 when it differs beyond tolerance
   int runs = 0;                        ///< configuration runs the request cost
   std::string note;
@@ -148,7 +148,7 @@ struct skeleton {
 /// A worker's answer to one request.
 struct worker_reply {
   std::int64_t id = -1;
-  bool ok = false;             ///< false: the model or its inputs did not load (`error` says why)
+  bool ok = false;  ///< false: the model or its inputs did not load (`error` says why)
   std::string error;
   std::vector<config_result> results;
   std::vector<oracle::verdict> verdicts;  ///< per compared pair: the worst, if a finding or an error in both
@@ -160,8 +160,8 @@ struct worker_reply {
   /// and its summary beyond the runs), "judge" (comparisons, the one-ulp noise rerun),
   /// "metamorphic" (the seed's runs); milliseconds.
   std::map<std::string, double> phases;
-  std::int64_t pid = 0;  ///< ping only
-  std::vector<located> found;  ///< trace / cut / nan_check
+  std::int64_t pid = 0;               ///< ping only
+  std::vector<located> found;         ///< trace / cut / nan_check
   std::optional<skeleton> structure;  ///< describe
 
   /// The result of `config`, or nullptr when it did not run.
@@ -227,9 +227,16 @@ namespace protocol_json {
 }
 
 [[nodiscard]] inline nlohmann::json located_json(const located& l) {
-  return {{"position", l.position}, {"op", l.op},       {"inputs", l.inputs}, {"states", l.states},
-          {"divergence", verdict(l.divergence)}, {"kinds", l.kinds}, {"diverges", l.diverges},
-          {"runs", l.runs}, {"note", l.note}, {"conditioned", l.conditioned}};
+  return {{"position", l.position},
+          {"op", l.op},
+          {"inputs", l.inputs},
+          {"states", l.states},
+          {"divergence", verdict(l.divergence)},
+          {"kinds", l.kinds},
+          {"diverges", l.diverges},
+          {"runs", l.runs},
+          {"note", l.note},
+          {"conditioned", l.conditioned}};
 }
 
 [[nodiscard]] inline located located_of(const nlohmann::json& j) {
@@ -270,7 +277,8 @@ namespace protocol_json {
     k.nodes.push_back(std::move(x));
   }
   for (const auto& o : j.at("outputs"))
-    k.outputs.push_back({o.at("path").get<std::string>(), o.at("position").get<std::int32_t>(), o.at("slot").get<std::uint32_t>()});
+    k.outputs.push_back(
+        {o.at("path").get<std::string>(), o.at("position").get<std::int32_t>(), o.at("slot").get<std::uint32_t>()});
   return k;
 }
 
@@ -348,9 +356,9 @@ namespace protocol_json {
   if (r.pid) j["pid"] = r.pid;
   if (!r.ok) return j.dump();
   nlohmann::json rs = nlohmann::json::array();
-  for (const auto& c : r.results)
-  {
-    rs.push_back({{"config", c.config}, {"ok", c.ok}, {"error", c.error}, {"wall_ms", c.wall_ms}, {"prepare_ms", c.prepare_ms}});
+  for (const auto& c : r.results) {
+    rs.push_back(
+        {{"config", c.config}, {"ok", c.ok}, {"error", c.error}, {"wall_ms", c.wall_ms}, {"prepare_ms", c.prepare_ms}});
     if (c.unsupported) rs.back()["unsupported"] = true;
   }
   nlohmann::json vs = nlohmann::json::array();

@@ -46,17 +46,22 @@ class finding_recorder {
  public:
   /// How findings are confirmed.
   struct rules {
-    int reruns = 2;        ///< reliability reruns of each new finding, each in a fresh worker
-    int perf_trials = 5;   ///< interleaved seed/mutant timings that confirm a performance anomaly
-    bool localise = true;  ///< differential findings are localised again on each rerun
+    int reruns = 2;                    ///< reliability reruns of each new finding, each in a fresh worker
+    int perf_trials = 5;               ///< interleaved seed/mutant timings that confirm a performance anomaly
+    bool localise = true;              ///< differential findings are localised again on each rerun
     std::vector<std::string> configs;  ///< the campaign's configurations (meta.json)
   };
 
   /// `db`, `workers`, `perf` and `nan` must outlive the recorder.
   finding_recorder(layout files, rules r, store& db, supervisor& workers, std::vector<config_desc> configs,
                    performance_rule& perf, const oracle::nan_rules& nan)
-      : files_(std::move(files)), rules_(std::move(r)), db_(db), workers_(workers), configs_(std::move(configs)),
-        perf_(perf), nan_(nan) {}
+      : files_(std::move(files)),
+        rules_(std::move(r)),
+        db_(db),
+        workers_(workers),
+        configs_(std::move(configs)),
+        perf_(perf),
+        nan_(nan) {}
 
   /// Stores one instance of a finding shown by `model_file` (run as `req`), made from the
   /// current seed. Returns the signature id.
@@ -145,9 +150,9 @@ class finding_recorder {
     // The seed the mutant was made from (the metamorphic oracle's reference; reduction's start).
     fs::copy_file(files_.current(), staged.seed(), fs::copy_options::overwrite_existing);
     const auto& w = f.where;
-    nlohmann::json loc = {{"localised", w.localised},     {"operator", w.culprit_op}, {"position", w.position},
-                          {"inputs", w.inputs},           {"input_states", w.states}, {"divergence", w.divergence},
-                          {"configuration_runs", w.runs}, {"note", w.note}};
+    nlohmann::json loc = {
+        {"localised", w.localised}, {"operator", w.culprit_op},   {"position", w.position},       {"inputs", w.inputs},
+        {"input_states", w.states}, {"divergence", w.divergence}, {"configuration_runs", w.runs}, {"note", w.note}};
     nlohmann::json meta = {{"id", id},
                            {"title", sig.title()},
                            {"key", sig.key()},
@@ -209,8 +214,9 @@ class finding_recorder {
       // differential ones are localised again on this run.
       const attributor at = o.process_failed() || !rules_.localise
                                 ? fixed_attribution(f.where)
-                                : localising_attributor<Backend>(r, f.where, configs_,
-                                                                 [this](const worker_request& q) { return workers_.execute(q); });
+                                : localising_attributor<Backend>(r, f.where, configs_, [this](const worker_request& q) {
+                                    return workers_.execute(q);
+                                  });
       if (reproduces(sig, o, at, &perf_)) ++same;
     }
     workers_.spawn();

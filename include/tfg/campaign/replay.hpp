@@ -27,7 +27,7 @@ namespace tfg::campaign {
 /// What a replay showed.
 struct replay_result {
   bool reproduced = false;
-  run_outcome outcome;                    ///< of the main run (or of the nan_check)
+  run_outcome outcome;                     ///< of the main run (or of the nan_check)
   std::vector<observed_finding> observed;  ///< what it shows of the finding's kind and pair
   std::string error;                       ///< the folder could not be replayed: why
   /// The recorded localisation had failed on a step and was done again: the finding shows up
@@ -38,9 +38,9 @@ struct replay_result {
 /// Replays the finding in `dir` with `worker_exe` (serving `worker --dir D`). `nan_rules`:
 /// the propagation rules of the requirement files (nan_vanished findings).
 template <class Backend>
-[[nodiscard]] replay_result replay(Backend& backend, const std::filesystem::path& dir, const std::filesystem::path& worker_exe,
-                                   std::chrono::milliseconds timeout, std::int64_t rss_limit_bytes,
-                                   const oracle::nan_rules& nan_rules = {}) {
+[[nodiscard]] replay_result replay(Backend& backend, const std::filesystem::path& dir,
+                                   const std::filesystem::path& worker_exe, std::chrono::milliseconds timeout,
+                                   std::int64_t rss_limit_bytes, const oracle::nan_rules& nan_rules = {}) {
   namespace fs = std::filesystem;
   replay_result out;
   const auto files = finding_layout::of<Backend>(dir);
@@ -117,8 +117,7 @@ template <class Backend>
     const attributor at = process || (!localised && !step_failed)
                               ? fixed_attribution(fallback)
                               : localising_attributor<Backend>(req, fallback, backend.configs(), step);
-    for (auto& f : findings_of(out.outcome, at, &perf, finding_filter{&sig}))
-      out.observed.push_back(std::move(f));
+    for (auto& f : findings_of(out.outcome, at, &perf, finding_filter{&sig})) out.observed.push_back(std::move(f));
     for (const auto& f : out.observed)
       if (same_key(f.signature.key())) out.reproduced = true;
     if (!out.reproduced && step_failed && !out.observed.empty()) out.reproduced = out.relocalised = true;

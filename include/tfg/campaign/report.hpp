@@ -101,16 +101,18 @@ inline constexpr const char* palette[] = {"#1f77b4", "#d62728", "#2ca02c", "#946
     s << "<polyline class=\"series\" data-name=\"" << esc(name) << "\" fill=\"none\" stroke=\"" << color
       << "\" stroke-width=\"1.8\" points=\"" << p.str() << "\"/>";
     if (pts.size() == 1)
-      s << "<circle cx=\"" << px(pts[0].first) << "\" cy=\"" << py(pts[0].second) << "\" r=\"3\" fill=\"" << color << "\"/>";
-    s << "<text x=\"" << W - R - 4 << "\" y=\"" << T + 12 + 13 * static_cast<double>(i) << "\" class=\"l\" text-anchor=\"end\" fill=\""
-      << color << "\">" << esc(name) << "</text>";
+      s << "<circle cx=\"" << px(pts[0].first) << "\" cy=\"" << py(pts[0].second) << "\" r=\"3\" fill=\"" << color
+        << "\"/>";
+    s << "<text x=\"" << W - R - 4 << "\" y=\"" << T + 12 + 13 * static_cast<double>(i)
+      << "\" class=\"l\" text-anchor=\"end\" fill=\"" << color << "\">" << esc(name) << "</text>";
   }
   s << "</svg>";
   return s.str();
 }
 
 /// Horizontal bars, one per (label, count).
-[[nodiscard]] inline std::string bar_chart(const std::string& title, const std::vector<std::pair<std::string, double>>& bars,
+[[nodiscard]] inline std::string bar_chart(const std::string& title,
+                                           const std::vector<std::pair<std::string, double>>& bars,
                                            const std::string& cls) {
   const double W = 460, row = 20, T = 28, L = 190;
   const double H = T + row * static_cast<double>(std::max<std::size_t>(bars.size(), 1)) + 10;
@@ -122,10 +124,11 @@ inline constexpr const char* palette[] = {"#1f77b4", "#d62728", "#2ca02c", "#946
   for (std::size_t i = 0; i < bars.size(); ++i) {
     const double y = T + row * static_cast<double>(i);
     const double w = (W - L - 50) * bars[i].second / top;
-    s << "<text x=\"" << L - 6 << "\" y=\"" << y + 13 << "\" class=\"l\" text-anchor=\"end\">" << esc(bars[i].first.substr(0, 34))
-      << "</text><rect class=\"bar\" x=\"" << L << "\" y=\"" << y + 2 << "\" width=\"" << std::max(w, 1.0) << "\" height=\""
-      << row - 6 << "\" fill=\"" << palette[i % std::size(palette)] << "\"/><text x=\"" << L + w + 4 << "\" y=\"" << y + 13
-      << "\" class=\"l\">" << num(bars[i].second, 6) << "</text>";
+    s << "<text x=\"" << L - 6 << "\" y=\"" << y + 13 << "\" class=\"l\" text-anchor=\"end\">"
+      << esc(bars[i].first.substr(0, 34)) << "</text><rect class=\"bar\" x=\"" << L << "\" y=\"" << y + 2
+      << "\" width=\"" << std::max(w, 1.0) << "\" height=\"" << row - 6 << "\" fill=\""
+      << palette[i % std::size(palette)] << "\"/><text x=\"" << L + w + 4 << "\" y=\"" << y + 13 << "\" class=\"l\">"
+      << num(bars[i].second, 6) << "</text>";
   }
   s << "</svg>";
   return s.str();
@@ -171,7 +174,7 @@ svg .ax{stroke:#888;stroke-width:1}pre{background:#f6f6f6;padding:8px;overflow-x
 /// The parsed `meta.json` of each finding folder (`dir / row.dir`); an empty object where there
 /// is none or it does not parse.
 [[nodiscard]] inline std::vector<nlohmann::json> finding_metas(const std::filesystem::path& dir,
-                                                              const std::vector<finding_row>& rows) {
+                                                               const std::vector<finding_row>& rows) {
   std::vector<nlohmann::json> metas;
   metas.reserve(rows.size());
   for (const auto& f : rows) {
@@ -190,8 +193,8 @@ struct report_result {
 };
 
 /// Writes `dir/report.html`, `dir/findings.jsonl`, `dir/findings.sarif` and
-/// `dir/findings/ID/index.html` for the campaign in `dir`. Throws std::runtime_error when `dir` holds no campaign store.
-/// A finding that matches one of `known` (known_issues.hpp) is listed as known, with its issue.
+/// `dir/findings/ID/index.html` for the campaign in `dir`. Throws std::runtime_error when `dir` holds no campaign
+/// store. A finding that matches one of `known` (known_issues.hpp) is listed as known, with its issue.
 inline report_result write_report(const std::filesystem::path& dir, const std::vector<known_issue>& known = {}) {
   namespace fs = std::filesystem;
   using namespace report_detail;
@@ -223,7 +226,8 @@ inline report_result write_report(const std::filesystem::path& dir, const std::v
     if (const auto* k = known_issue_of(known, f)) j["known"] = known_json(*k);
     // A compiled configuration's finding: which backend breaks (the worker's aot_eager rerun).
     if (meta.contains("message") && meta["message"].is_string())
-      if (auto backend = backend_of(meta["message"].get<std::string>()); !backend.empty()) j["backend"] = std::move(backend);
+      if (auto backend = backend_of(meta["message"].get<std::string>()); !backend.empty())
+        j["backend"] = std::move(backend);
     jsonl << j.dump() << "\n";
   }
   out.jsonl = files.findings_jsonl();
@@ -261,7 +265,8 @@ inline report_result write_report(const std::filesystem::path& dir, const std::v
   plots.push_back(bar_chart("rounds by verdict", verdicts, "legality"));
   std::map<std::string, double> reasons;
   for (const auto& r : rounds)
-    if (r.verdict == round_verdict::illegal || r.verdict == round_verdict::rejected) reasons[reason_class(r.reason)] += 1;
+    if (r.verdict == round_verdict::illegal || r.verdict == round_verdict::rejected)
+      reasons[reason_class(r.reason)] += 1;
   std::vector<std::pair<std::string, double>> top(reasons.begin(), reasons.end());
   std::sort(top.begin(), top.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   if (top.size() > 10) top.resize(10);
@@ -274,18 +279,22 @@ inline report_result write_report(const std::filesystem::path& dir, const std::v
   h << "<!doctype html><html><head><meta charset=\"utf-8\"><title>flowmut report: " << esc(dir.filename().string())
     << "</title><style>" << style << "</style></head><body>";
   h << "<h1>flowmut campaign report</h1><table class=\"summary\">";
-  auto row = [&](const std::string& k, const std::string& v) { h << "<tr><th>" << esc(k) << "</th><td>" << v << "</td></tr>"; };
+  auto row = [&](const std::string& k, const std::string& v) {
+    h << "<tr><th>" << esc(k) << "</th><td>" << v << "</td></tr>";
+  };
   row("campaign", esc(fs::absolute(dir).string()));
   if (auto s = db.meta("seed_model")) row("seed model", esc(*s));
   if (auto s = db.meta("policy")) row("policy", esc(*s));
-  row("rounds", std::to_string(t.rounds) + " (" + std::to_string(t.executed) + " executed, legal rate " + num(t.legal_rate) + ")");
+  row("rounds", std::to_string(t.rounds) + " (" + std::to_string(t.executed) + " executed, legal rate " +
+                    num(t.legal_rate) + ")");
   row("time in rounds", num(t.minutes) + " min");
   std::size_t known_count = 0;
   for (const auto& f : findings) known_count += f.status != "flaky" && known_issue_of(known, f) != nullptr;
   row("findings", esc(describe(count_row_defects(findings))) +
                       (known_count ? " (" + std::to_string(known_count) + " known upstream)" : ""));
   h << "</table>";
-  h << "<h2>Findings</h2><table class=\"findings\"><tr><th>id</th><th>defect</th><th>kind</th><th>culprit</th><th>pair</th><th>rounds</th>"
+  h << "<h2>Findings</h2><table "
+       "class=\"findings\"><tr><th>id</th><th>defect</th><th>kind</th><th>culprit</th><th>pair</th><th>rounds</th>"
        "<th>instances</th><th>reliability</th><th>reduced</th><th>repro.py / .cpp</th><th>title</th></tr>";
   for (std::size_t i = 0; i < findings.size(); ++i) {
     const auto& f = findings[i];
@@ -297,16 +306,19 @@ inline report_result write_report(const std::filesystem::path& dir, const std::v
         reduced = std::to_string(r.value("reduced_nodes", 0)) + " of " + std::to_string(r.value("mutant_nodes", 0));
       auto status = [&](const char* key) {
         const std::string st = r.value(key, "");
-        return "<span class=\"" + std::string(st == "REPRODUCED" ? "ok" : st == "NOT RUN" ? "muted" : "bad") + "\">" + esc(st) +
-               "</span>";
+        return "<span class=\"" +
+               std::string(st == "REPRODUCED" ? "ok"
+                           : st == "NOT RUN"  ? "muted"
+                                              : "bad") +
+               "\">" + esc(st) + "</span>";
       };
       repro = status("repro_py") + "<br><span class=\"muted\">cpp:</span> " + status("repro_cpp");
     }
     h << "<tr class=\"finding" << (f.status == "flaky" ? " flaky" : "") << "\"><td><a href=\"" << esc(f.dir)
-      << "/index.html\">" << esc(f.id) << "</a></td><td>" << esc(defect_id(mechanism_of(f.key))) << "</td><td>" << esc(f.kind) << "</td><td>" << esc(f.culprit_op) << "</td><td>"
-      << esc(f.config_a) << " vs " << esc(f.config_b) << "</td><td>" << f.first_round << "-" << f.last_round << "</td><td>"
-      << f.instances << "</td><td>" << num(f.reliability) << "</td><td>" << reduced << "</td><td>" << repro << "</td><td>"
-      << esc(f.title);
+      << "/index.html\">" << esc(f.id) << "</a></td><td>" << esc(defect_id(mechanism_of(f.key))) << "</td><td>"
+      << esc(f.kind) << "</td><td>" << esc(f.culprit_op) << "</td><td>" << esc(f.config_a) << " vs " << esc(f.config_b)
+      << "</td><td>" << f.first_round << "-" << f.last_round << "</td><td>" << f.instances << "</td><td>"
+      << num(f.reliability) << "</td><td>" << reduced << "</td><td>" << repro << "</td><td>" << esc(f.title);
     if (const auto* k = known_issue_of(known, f)) h << known_note(*k);
     h << "</td></tr>";
   }
@@ -314,7 +326,8 @@ inline report_result write_report(const std::filesystem::path& dir, const std::v
   if (findings.empty()) h << "<p class=\"muted\">No findings.</p>";
   h << "<h2>Diversity, rewards and legality</h2><div class=\"plots\">";
   for (const auto& p : plots) h << p;
-  h << "</div><p class=\"muted\">Written by flowmut report; opens from disk, no network. findings.jsonl and findings.sarif beside it.</p>"
+  h << "</div><p class=\"muted\">Written by flowmut report; opens from disk, no network. findings.jsonl and "
+       "findings.sarif beside it.</p>"
        "</body></html>\n";
   out.html = files.report();
   write_file_atomic(out.html, h.str());
@@ -329,28 +342,32 @@ inline report_result write_report(const std::filesystem::path& dir, const std::v
     p << "<!doctype html><html><head><meta charset=\"utf-8\"><title>" << esc(f.id) << "</title><style>" << style
       << "</style></head><body><p><a href=\"../../report.html\">campaign report</a></p><h1>" << esc(f.title) << "</h1>";
     p << "<table>";
-    auto prow = [&](const std::string& k, const std::string& v) { p << "<tr><th>" << esc(k) << "</th><td>" << v << "</td></tr>"; };
+    auto prow = [&](const std::string& k, const std::string& v) {
+      p << "<tr><th>" << esc(k) << "</th><td>" << v << "</td></tr>";
+    };
     prow("id", esc(f.id));
     prow("kind", esc(f.kind));
     prow("configurations", esc(f.config_a) + " vs " + esc(f.config_b));
-    prow("rounds", std::to_string(f.first_round) + "-" + std::to_string(f.last_round) + ", " + std::to_string(f.instances) +
-                       " instance(s), reliability " + num(f.reliability) + " (" + esc(f.status) + ")");
+    prow("rounds", std::to_string(f.first_round) + "-" + std::to_string(f.last_round) + ", " +
+                       std::to_string(f.instances) + " instance(s), reliability " + num(f.reliability) + " (" +
+                       esc(f.status) + ")");
     prow("message", "<pre>" + esc(f.message) + "</pre>");
     if (meta.contains("localisation")) {
       const auto& l = meta["localisation"];
       std::string st;
       for (const auto& s : l.value("input_states", nlohmann::json::array())) st += esc(s.get<std::string>()) + "<br>";
       prow("localised", l.value("localised", false) ? esc(l.value("operator", std::string())) + " at position " +
-                                                         std::to_string(l.value("position", 0))
-                                                   : "no: " + esc(l.value("note", std::string())));
+                                                          std::to_string(l.value("position", 0))
+                                                    : "no: " + esc(l.value("note", std::string())));
       prow("inputs at the operator", st.empty() ? esc(l.value("inputs", std::string())) : st);
     }
     if (meta.contains("reduction")) {
       const auto& r = meta["reduction"];
-      prow("reduced graph", r.value("reduced", false) ? std::to_string(r.value("reduced_nodes", 0)) + " of " +
-                                                          std::to_string(r.value("mutant_nodes", 0)) + " operators (depth " +
-                                                          std::to_string(r.value("depth", 0)) + ")"
-                                                    : "not reduced");
+      prow("reduced graph", r.value("reduced", false)
+                                ? std::to_string(r.value("reduced_nodes", 0)) + " of " +
+                                      std::to_string(r.value("mutant_nodes", 0)) + " operators (depth " +
+                                      std::to_string(r.value("depth", 0)) + ")"
+                                : "not reduced");
       const auto link = [&](std::string_view file, std::string_view log) {
         return " (<a href=\"" + std::string(file) + "\">" + std::string(file) + "</a>, <a href=\"" + std::string(log) +
                "\">output</a>)";
@@ -374,8 +391,9 @@ inline report_result write_report(const std::filesystem::path& dir, const std::v
 /// OUT/report.html for a fuzzing job (or a merge of shards): the totals, the distinct findings
 /// with their witnesses, and the units with links to their campaigns' own reports.
 /// (Written for flowmut fuzz and flowmut merge: OUT/report.html and OUT/findings.sarif.)
-inline void write_fuzz_report(const std::filesystem::path& out, const findings_index& idx, const std::vector<fuzz_unit>& units,
-                       const std::string& what, const std::vector<known_issue>& known) {
+inline void write_fuzz_report(const std::filesystem::path& out, const findings_index& idx,
+                              const std::vector<fuzz_unit>& units, const std::string& what,
+                              const std::vector<known_issue>& known) {
   namespace fs = std::filesystem;
   using report_detail::esc;
   using report_detail::num;
@@ -384,11 +402,14 @@ inline void write_fuzz_report(const std::filesystem::path& out, const findings_i
   std::size_t rounds = 0;
   double seconds = 0;
   for (const auto& u : units) rounds += u.round, seconds += u.seconds;
-  write_file_atomic(fuzz_layout(out).findings_sarif(), sarif_log(out, rows, finding_metas(out, rows), rounds).dump(2) + "\n");
+  write_file_atomic(fuzz_layout(out).findings_sarif(),
+                    sarif_log(out, rows, finding_metas(out, rows), rounds).dump(2) + "\n");
   std::ostringstream h;
   h << "<!doctype html><html><head><meta charset=\"utf-8\"><title>flowmut " << esc(what) << "</title><style>"
     << report_detail::style << "</style></head><body><h1>flowmut " << esc(what) << "</h1><table class=\"summary\">";
-  auto row = [&](const std::string& k, const std::string& v) { h << "<tr><th>" << esc(k) << "</th><td>" << v << "</td></tr>"; };
+  auto row = [&](const std::string& k, const std::string& v) {
+    h << "<tr><th>" << esc(k) << "</th><td>" << v << "</td></tr>";
+  };
   row("folder", esc(fs::absolute(out).string()));
   std::set<std::string> seeds;
   for (const auto& u : units) seeds.insert(u.seed.string());
@@ -408,7 +429,8 @@ inline void write_fuzz_report(const std::filesystem::path& out, const findings_i
     for (const auto& w : f->witnesses) {
       const auto report = fuzz_layout(out).campaign(w.unit).report();
       const bool local = fs::is_regular_file(report);
-      wit += (local ? "<a href=\"" + esc(report.lexically_relative(out).generic_string()) + "\">" + esc(w.unit) + "</a>" : esc(w.unit)) +
+      wit += (local ? "<a href=\"" + esc(report.lexically_relative(out).generic_string()) + "\">" + esc(w.unit) + "</a>"
+                    : esc(w.unit)) +
              " (round " + std::to_string(w.first_round) + ")<br>";
     }
     std::string repro = "<span class=\"muted\">not reduced</span>";
@@ -424,11 +446,13 @@ inline void write_fuzz_report(const std::filesystem::path& out, const findings_i
     if (const auto* k = known_issue_of(known, f->job_row())) h << report_detail::known_note(*k);
     h << "</td></tr>";
   };
-  const char* head = "<tr><th>defect</th><th>finding</th><th>kind</th><th>culprit</th><th>pair</th><th>status</th>"
-                     "<th>witnesses</th><th>reproducer</th><th>title</th></tr>";
+  const char* head =
+      "<tr><th>defect</th><th>finding</th><th>kind</th><th>culprit</th><th>pair</th><th>status</th>"
+      "<th>witnesses</th><th>reproducer</th><th>title</th></tr>";
   h << "</table><h2>Defects</h2><p class=\"muted\">Findings that share kind, configuration pair, culprit operator, "
        "dtype, device and detail are one defect; its variants differ in the state of the culprit's inputs.</p>"
-       "<table class=\"findings\">" << head;
+       "<table class=\"findings\">"
+    << head;
   for (const auto& d : defects) {
     if (!d.reproduced) continue;
     bool first = true;
@@ -442,7 +466,8 @@ inline void write_fuzz_report(const std::filesystem::path& out, const findings_i
   if (counts.variants == 0) h << "<p class=\"muted\">No defects.</p>";
   if (counts.flaky) {
     h << "<h2>Not reproduced (flaky)</h2><p class=\"muted\">Findings no rerun showed again (a hang on a loaded machine "
-         "is one); not counted as defects.</p><table class=\"findings\">" << head;
+         "is one); not counted as defects.</p><table class=\"findings\">"
+      << head;
     for (const auto* f : idx.entries())
       if (indexed_finding::is_flaky(f)) finding_row_html(f, esc(defect_id(mechanism_of(f->row.key))));
     h << "</table>";
@@ -450,20 +475,23 @@ inline void write_fuzz_report(const std::filesystem::path& out, const findings_i
   h << "<h2>Campaigns</h2><table><tr><th>campaign</th><th>seed</th><th>rounds</th><th>slices</th><th>time</th>"
        "<th>findings</th><th>state</th></tr>";
   for (const auto& u : units)
-    h << "<tr><td>" << esc(u.name) << "</td><td>" << esc(u.seed.filename().string()) << "</td><td>" << u.round << "</td><td>"
-      << u.slices << "</td><td>" << esc(format_duration(u.seconds)) << "</td><td>" << u.findings << "</td><td>"
+    h << "<tr><td>" << esc(u.name) << "</td><td>" << esc(u.seed.filename().string()) << "</td><td>" << u.round
+      << "</td><td>" << u.slices << "</td><td>" << esc(format_duration(u.seconds)) << "</td><td>" << u.findings
+      << "</td><td>"
       << (u.error.empty() ? (u.done ? "done" : "open") : "<span class=\"bad\">failed: " + esc(u.error) + "</span>")
       << "</td></tr>";
-  h << "</table><p class=\"muted\">Written by flowmut; findings.jsonl (the index, witnesses included) and findings.sarif "
+  h << "</table><p class=\"muted\">Written by flowmut; findings.jsonl (the index, witnesses included) and "
+       "findings.sarif "
        "beside it.</p></body></html>\n";
   write_file_atomic(fuzz_layout(out).report(), h.str());
 }
 
-/// Helpers of report_detail other files use (the report, compare and the tools share these HTML and message helpers); the rest of report_detail is this file's own.
+/// Helpers of report_detail other files use (the report, compare and the tools share these HTML and message helpers);
+/// the rest of report_detail is this file's own.
+using report_detail::backend_of;
 using report_detail::esc;
 using report_detail::num;
 using report_detail::palette;
 using report_detail::style;
-using report_detail::backend_of;
 
 }  // namespace tfg::campaign

@@ -36,9 +36,7 @@ struct novelty {
 class trace_novelty {
  public:
   /// The reward `trace` would get now; the history is not changed.
-  [[nodiscard]] novelty peek(std::span<const std::string> trace) const {
-    return evaluate(trace, nullptr);
-  }
+  [[nodiscard]] novelty peek(std::span<const std::string> trace) const { return evaluate(trace, nullptr); }
 
   /// The reward of `trace` against the history; then its labels and transitions join it.
   novelty observe(std::span<const std::string> trace) { return evaluate(trace, this); }
@@ -61,7 +59,8 @@ class trace_novelty {
     for (const auto& l : labels) (void)intern(l);
     for (const auto& [a, b] : transitions) transitions_.insert(pack(intern(a), intern(b)));
     const double e = static_cast<double>(n.new_labels) / static_cast<double>(n.labels);
-    n.reward = n.transitions ? 0.5 * (e + static_cast<double>(n.new_transitions) / static_cast<double>(n.transitions)) : e;
+    n.reward =
+        n.transitions ? 0.5 * (e + static_cast<double>(n.new_transitions) / static_cast<double>(n.transitions)) : e;
     return n;
   }
 
@@ -94,8 +93,7 @@ class trace_novelty {
       t.labels_.push_back(s);
     }
     for (const auto& p : j.at("transitions")) {
-      if (!p.is_array() || p.size() != 2)
-        throw std::invalid_argument("trace_novelty: a transition is not a pair");
+      if (!p.is_array() || p.size() != 2) throw std::invalid_argument("trace_novelty: a transition is not a pair");
       const auto a = p[0].get<std::uint64_t>(), b = p[1].get<std::uint64_t>();
       if (a >= t.labels_.size() || b >= t.labels_.size())
         throw std::invalid_argument("trace_novelty: transition index out of range");
@@ -150,21 +148,20 @@ class trace_novelty {
     for (std::size_t i = 0; i + 1 < seq.size(); ++i) {
       const auto p = std::make_pair(seq[i], seq[i + 1]);
       if (!pairs.insert(p).second) continue;
-      const bool known = p.first <= unknown && p.second <= unknown &&
-                         transitions_.contains(pack(static_cast<std::uint32_t>(p.first),
-                                                    static_cast<std::uint32_t>(p.second)));
+      const bool known =
+          p.first <= unknown && p.second <= unknown &&
+          transitions_.contains(pack(static_cast<std::uint32_t>(p.first), static_cast<std::uint32_t>(p.second)));
       if (!known) ++n.new_transitions;
     }
     n.transitions = pairs.size();
     const double label_term = static_cast<double>(n.new_labels) / static_cast<double>(n.labels);
-    n.reward = n.transitions == 0 ? label_term
-                                  : 0.5 * (label_term + static_cast<double>(n.new_transitions) /
-                                                            static_cast<double>(n.transitions));
+    n.reward = n.transitions == 0
+                   ? label_term
+                   : 0.5 * (label_term + static_cast<double>(n.new_transitions) / static_cast<double>(n.transitions));
     if (record != nullptr) {
       for (std::size_t i = 0; i < trace.size(); ++i) {
         const std::uint32_t a = record->intern(trace[i]);
-        if (i + 1 < trace.size())
-          record->transitions_.insert(pack(a, record->intern(trace[i + 1])));
+        if (i + 1 < trace.size()) record->transitions_.insert(pack(a, record->intern(trace[i + 1])));
       }
     }
     return n;

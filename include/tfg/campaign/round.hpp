@@ -10,16 +10,16 @@ namespace tfg::campaign {
 
 /// What one round concluded (docs/campaign.md, "Verdicts of a round").
 enum class round_verdict : std::uint8_t {
-  legal,           ///< ran in the reference configuration, legal, no new finding
-  finding,         ///< at least one new finding
-  illegal,         ///< the reference configuration fails with an ordinary error, or R(v) fails on the probe
-  rejected,        ///< the replacement could not be instantiated or exported, or its inferred shapes refute a constraint
-  no_candidate,    ///< every candidate of the seed has been tried
+  legal,         ///< ran in the reference configuration, legal, no new finding
+  finding,       ///< at least one new finding
+  illegal,       ///< the reference configuration fails with an ordinary error, or R(v) fails on the probe
+  rejected,      ///< the replacement could not be instantiated or exported, or its inferred shapes refute a constraint
+  no_candidate,  ///< every candidate of the seed has been tried
   worker_failure,  ///< the worker could not load the exported mutant (a tool defect)
 };
 
-inline constexpr round_verdict all_round_verdicts[] = {round_verdict::legal,    round_verdict::finding,
-                                                       round_verdict::illegal,  round_verdict::rejected,
+inline constexpr round_verdict all_round_verdicts[] = {round_verdict::legal,        round_verdict::finding,
+                                                       round_verdict::illegal,      round_verdict::rejected,
                                                        round_verdict::no_candidate, round_verdict::worker_failure};
 
 [[nodiscard]] constexpr std::string_view to_string(round_verdict v) noexcept {

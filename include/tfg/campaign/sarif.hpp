@@ -57,12 +57,14 @@ namespace sarif_detail {
     case finding_kind::hang: return "A configuration did not answer within its timeout, confirmed by a rerun.";
     case finding_kind::out_of_memory: return "A configuration ran out of memory.";
     case finding_kind::nan_inf: return "NaN or Inf in one configuration only.";
-    case finding_kind::numeric: return "Finite values differ between two equivalent configurations beyond the tolerance.";
+    case finding_kind::numeric:
+      return "Finite values differ between two equivalent configurations beyond the tolerance.";
     case finding_kind::state: return "Dtype, shape, structure or RNG state differs between two configurations.";
     case finding_kind::metamorphic: return "A metamorphic relation is violated.";
     case finding_kind::performance: return "A performance anomaly between configurations.";
     case finding_kind::memory: return "A memory-safety error.";
-    case finding_kind::nan_vanished: return "A NaN entered an operator documented to propagate it and did not come out.";
+    case finding_kind::nan_vanished:
+      return "A NaN entered an operator documented to propagate it and did not come out.";
     case finding_kind::export_failure: return "An exporter (torch.onnx.export) fails on a model eager execution runs.";
   }
   return "";
@@ -91,7 +93,8 @@ namespace sarif_detail {
 /// The SARIF log of the findings stored for the campaign in `dir`. `metas[i]` is the parsed
 /// `meta.json` of `findings[i]` (an empty object where there is none); it adds the
 /// localisation position and the reduction to the result's properties.
-[[nodiscard]] inline nlohmann::json sarif_log(const std::filesystem::path& dir, const std::vector<finding_row>& findings,
+[[nodiscard]] inline nlohmann::json sarif_log(const std::filesystem::path& dir,
+                                              const std::vector<finding_row>& findings,
                                               const std::vector<nlohmann::json>& metas, std::size_t rounds) {
   namespace fs = std::filesystem;
   using namespace sarif_detail;
@@ -121,20 +124,24 @@ namespace sarif_detail {
     const bool has_repro = fs::is_regular_file(folder.repro_py());
     nlohmann::json location = {
         {"physicalLocation",
-         {{"artifactLocation", artifact(rel + (has_repro ? std::string(finding_layout::repro_py_name()) : folder.mutant_name()))}}}};
+         {{"artifactLocation",
+           artifact(rel + (has_repro ? std::string(finding_layout::repro_py_name()) : folder.mutant_name()))}}}};
     if (!f.culprit_op.empty()) location["logicalLocations"] = {{{"name", f.culprit_op}, {"kind", "function"}}};
     nlohmann::json related = nlohmann::json::array();
     int related_id = 0;
-    for (const std::string& file : {std::string(finding_layout::repro_cpp_name()), std::string(finding_layout::issue_name()),
-                                     folder.mutant_name(), folder.seed_name(), folder.inputs_name()}) {
+    for (const std::string& file :
+         {std::string(finding_layout::repro_cpp_name()), std::string(finding_layout::issue_name()),
+          folder.mutant_name(), folder.seed_name(), folder.inputs_name()}) {
       if (!fs::is_regular_file(folder.dir() / file) || (!has_repro && file == folder.mutant_name())) continue;
       related.push_back({{"id", related_id++},
                          {"physicalLocation", {{"artifactLocation", artifact(rel + file)}}},
                          {"message", {{"text", file}}}});
     }
-    nlohmann::json props = {{"findingId", f.id},       {"configA", f.config_a},         {"configB", f.config_b},
-                            {"dtype", f.dtype},        {"device", f.device},            {"status", f.status},
-                            {"firstRound", f.first_round}, {"lastRound", f.last_round}, {"reliability", f.reliability}};
+    nlohmann::json props = {{"findingId", f.id},           {"configA", f.config_a},
+                            {"configB", f.config_b},       {"dtype", f.dtype},
+                            {"device", f.device},          {"status", f.status},
+                            {"firstRound", f.first_round}, {"lastRound", f.last_round},
+                            {"reliability", f.reliability}};
     if (meta.contains("localisation")) props["localisation"] = meta["localisation"];
     if (meta.contains("reduction")) props["reduction"] = meta["reduction"];
     std::string text = f.title;
@@ -158,7 +165,8 @@ namespace sarif_detail {
           {"version", std::string(tfg::version)},
           {"semanticVersion", std::string(tfg::version)},
           {"rules", std::move(rules)}}}}},
-      {"originalUriBaseIds", {{"CAMPAIGN", {{"uri", folder_uri(dir)}, {"description", {{"text", "the campaign folder"}}}}}}},
+      {"originalUriBaseIds",
+       {{"CAMPAIGN", {{"uri", folder_uri(dir)}, {"description", {{"text", "the campaign folder"}}}}}}},
       {"invocations", {{{"executionSuccessful", true}, {"properties", {{"rounds", rounds}}}}}},
       {"results", std::move(results)}};
   return {{"$schema", std::string(sarif_schema_uri)}, {"version", "2.1.0"}, {"runs", {std::move(run)}}};

@@ -28,11 +28,11 @@ namespace fs = std::filesystem;
 
 /// How a campaign runs.
 struct options {
-  fs::path seed_model;                 ///< the seed file (ignored on resume: state.json names the seed)
+  fs::path seed_model;  ///< the seed file (ignored on resume: state.json names the seed)
   fs::path out_dir;
-  std::vector<fs::path> op_dirs;       ///< operator folders
-  fs::path inputs_path;                ///< profiling inputs; empty: the backend's default for the seed
-  std::size_t rounds = 250;            ///< mutation rounds (after round 0, the seed's own judgement)
+  std::vector<fs::path> op_dirs;  ///< operator folders
+  fs::path inputs_path;           ///< profiling inputs; empty: the backend's default for the seed
+  std::size_t rounds = 250;       ///< mutation rounds (after round 0, the seed's own judgement)
   /// Wall-clock budget of this run's rounds (0: none). Once spent, the loop stops after the
   /// round under way, as request_stop() does; a resumed campaign continues from there. Not a
   /// campaign-defining setting: each run (slice) of a campaign may give another.
@@ -43,30 +43,30 @@ struct options {
   /// trace novelty, what campaigns before the behaviour reward used).
   std::string reward = "behaviour";
   select::ablation features = select::ablation::all();
-  std::vector<std::string> configs;    ///< empty: the backend's default configurations
-  fs::path worker_exe;                 ///< the program serving `worker --dir D`
+  std::vector<std::string> configs;               ///< empty: the backend's default configurations
+  fs::path worker_exe;                            ///< the program serving `worker --dir D`
   std::chrono::milliseconds timeout_cap{60000};   ///< per-mutant timeout never exceeds this
   std::chrono::milliseconds timeout_floor{5000};  ///< a loaded machine can take seconds to load a model
   /// Runs of the seed that calibrate the timeout (the last one's time counts): 2 lets the first
   /// pay the worker's one-time costs; 1 where every mutant pays them too (a compiled
   /// configuration compiles each mutant cold, as the seed's first run does).
   int calibration_runs = 2;
-  std::int64_t rss_limit_bytes = 0;    ///< 0: min(8 GiB, physical RAM / 2)
-  int reruns = 2;                      ///< reliability reruns of each new finding, each in a fresh worker
-  int perf_trials = 5;                 ///< interleaved seed/mutant timings that confirm a performance anomaly
-  std::size_t metrics_every = 10;      ///< metrics checkpoint period (and the last round)
+  std::int64_t rss_limit_bytes = 0;  ///< 0: min(8 GiB, physical RAM / 2)
+  int reruns = 2;                    ///< reliability reruns of each new finding, each in a fresh worker
+  int perf_trials = 5;               ///< interleaved seed/mutant timings that confirm a performance anomaly
+  std::size_t metrics_every = 10;    ///< metrics checkpoint period (and the last round)
   bool resume = false;
-  bool force = false;                  ///< start over in a folder that holds a campaign
-  std::size_t max_seed_nodes = 4000;   ///< do not accept mutants beyond this many nodes
+  bool force = false;                 ///< start over in a folder that holds a campaign
+  std::size_t max_seed_nodes = 4000;  ///< do not accept mutants beyond this many nodes
   int threads = 1;
   // Acceptance and the corpus (docs/campaign.md, "Seeds, acceptance and the corpus").
-  bool accept_any = false;             ///< accept every legal mutant (findings and new NaN/Inf included)
-  std::size_t corpus_size = 8;         ///< accepted seeds kept to go back to (the original always)
-  std::size_t return_every = 25;       ///< every N rounds continue from the next corpus member; 0: never
-  double min_legal_rate = 0.5;         ///< below this legal rate over the last `legal_window` rounds: back to the original
+  bool accept_any = false;        ///< accept every legal mutant (findings and new NaN/Inf included)
+  std::size_t corpus_size = 8;    ///< accepted seeds kept to go back to (the original always)
+  std::size_t return_every = 25;  ///< every N rounds continue from the next corpus member; 0: never
+  double min_legal_rate = 0.5;    ///< below this legal rate over the last `legal_window` rounds: back to the original
   std::size_t legal_window = 10;
-  double magnitude_limit = 100;        ///< not accepted when a value grows beyond this many times the original's largest
-  bool localise = true;                ///< localise differential findings (else: attributed to the mutation)
+  double magnitude_limit = 100;  ///< not accepted when a value grows beyond this many times the original's largest
+  bool localise = true;          ///< localise differential findings (else: attributed to the mutation)
   /// How the caller built `Policy` (name, parameters): stored with the campaign's settings and
   /// handed back by stored_settings(), so a resumed campaign can build the same policy.
   nlohmann::json policy_spec = nlohmann::json::object();
@@ -78,7 +78,7 @@ struct options {
 /// threads, which each run (slice) of a campaign may give anew. `reward` is not listed here:
 /// a campaign stored without it learnt from the paper's reward (apply_settings).
 template <class Options, class F>
-  requires std::is_same_v<std::remove_const_t<Options>, options>
+requires std::is_same_v<std::remove_const_t<Options>, options>
 void for_each_setting(Options& o, F&& f) {
   f("seed", o.seed);
   f("policy_name", o.policy_name);
@@ -137,7 +137,8 @@ inline void validate(const options& o, const std::vector<config_desc>& known) {
   const layout files(o.out_dir);
   if (o.out_dir.empty()) bad("the campaign folder (--out) is empty");
   std::error_code ec;
-  if (fs::exists(o.out_dir, ec) && !fs::is_directory(o.out_dir, ec)) bad(o.out_dir.string() + " exists and is not a folder");
+  if (fs::exists(o.out_dir, ec) && !fs::is_directory(o.out_dir, ec))
+    bad(o.out_dir.string() + " exists and is not a folder");
   if (o.resume && !fs::exists(files.state(), ec))
     bad(o.out_dir.string() + ": nothing to resume (no campaign there: no state.json)");
   if (!o.resume && fs::exists(files.state(), ec) && !o.force)

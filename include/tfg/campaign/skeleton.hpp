@@ -27,7 +27,8 @@ using skeleton_graph = graph::flow_graph<std::string, bool>;
     std::vector<graph::edge_id> ins;
     for (auto [p, s] : x.inputs) {
       if (p < 0) {
-        if (s >= inputs.size()) throw std::invalid_argument("skeleton: graph input " + std::to_string(s) + " out of range");
+        if (s >= inputs.size())
+          throw std::invalid_argument("skeleton: graph input " + std::to_string(s) + " out of range");
         ins.push_back(inputs[s]);
       } else {
         if (static_cast<std::size_t>(p) >= n || s >= outs[static_cast<std::size_t>(p)].size())
@@ -40,7 +41,8 @@ using skeleton_graph = graph::flow_graph<std::string, bool>;
     outs.emplace_back(o.begin(), o.end());
   }
   for (const auto& o : k.outputs)
-    if (o.position >= 0 && static_cast<std::size_t>(o.position) < outs.size() && o.slot < outs[static_cast<std::size_t>(o.position)].size())
+    if (o.position >= 0 && static_cast<std::size_t>(o.position) < outs.size() &&
+        o.slot < outs[static_cast<std::size_t>(o.position)].size())
       g.add_output(outs[static_cast<std::size_t>(o.position)][o.slot]);
   return g;
 }

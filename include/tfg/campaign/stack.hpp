@@ -108,8 +108,8 @@ inline std::string strip_signature(std::string_view s) {
     }
     return false;
   };
-  while (trim_suffix(" const") || trim_suffix(" volatile") || trim_suffix(" &&") ||
-         trim_suffix(" &") || trim_suffix(" noexcept")) {
+  while (trim_suffix(" const") || trim_suffix(" volatile") || trim_suffix(" &&") || trim_suffix(" &") ||
+         trim_suffix(" noexcept")) {
   }
   if (s.ends_with(')')) {  // the parameter list: match the parenthesis backwards
     int depth = 0;
@@ -208,37 +208,67 @@ inline std::string mask_numbers(std::string_view s) {
 /// boilerplate, std::function/invoke trampolines and FlowMuT's own frames.
 inline bool is_boilerplate_frame(std::string_view f) {
   if (f.empty() || f == "??") return true;
-  static constexpr std::string_view exact[] = {
-      "raise", "abort", "gsignal", "backtrace", "pthread_kill", "__restore_rt", "_start",
-      "start_thread", "clone", "clone3", "__clone", "__clone3", "main_thread_start", "__assert_fail",
-      "__assert_fail_base", "__assert_perror_fail", "__stack_chk_fail", "__fortify_fail",
-      "__chk_fail", "__libc_message", "std::terminate", "std::__terminate", "std::abort"};
+  static constexpr std::string_view exact[] = {"raise",
+                                               "abort",
+                                               "gsignal",
+                                               "backtrace",
+                                               "pthread_kill",
+                                               "__restore_rt",
+                                               "_start",
+                                               "start_thread",
+                                               "clone",
+                                               "clone3",
+                                               "__clone",
+                                               "__clone3",
+                                               "main_thread_start",
+                                               "__assert_fail",
+                                               "__assert_fail_base",
+                                               "__assert_perror_fail",
+                                               "__stack_chk_fail",
+                                               "__fortify_fail",
+                                               "__chk_fail",
+                                               "__libc_message",
+                                               "std::terminate",
+                                               "std::__terminate",
+                                               "std::abort"};
   for (auto e : exact)
     if (f == e) return true;
-  if (starts_with_any(f, {"__pthread_kill", "__GI_", "__libc_", "__backtrace", "__cxa_",
-                          "__cxxabiv1::", "__gnu_cxx::__verbose_terminate_handler",
-                          "tfg::", "(anonymous namespace)::tfg::", "std::_Function_handler<",
-                          "std::function<", "std::__invoke", "std::invoke", "c10::Dispatcher::",
-                          "c10::BoxedKernel::", "c10::KernelFunction::", "c10::OperatorHandle::",
-                          "c10::TypedOperatorHandle<", "c10::callUnboxedKernelFunction",
+  if (starts_with_any(f, {"__pthread_kill",
+                          "__GI_",
+                          "__libc_",
+                          "__backtrace",
+                          "__cxa_",
+                          "__cxxabiv1::",
+                          "__gnu_cxx::__verbose_terminate_handler",
+                          "tfg::",
+                          "(anonymous namespace)::tfg::",
+                          "std::_Function_handler<",
+                          "std::function<",
+                          "std::__invoke",
+                          "std::invoke",
+                          "c10::Dispatcher::",
+                          "c10::BoxedKernel::",
+                          "c10::KernelFunction::",
+                          "c10::OperatorHandle::",
+                          "c10::TypedOperatorHandle<",
+                          "c10::callUnboxedKernelFunction",
                           "at::_ops::"}))
     return true;
   if (f.starts_with("c10::impl::")) {
-    for (auto k : {"wrap_kernel", "boxed", "Boxed", "call_functor", "KernelWrapper",
-                   "WrapFunctionIntoFunctor", "OperatorEntry", "call_impl"})
+    for (auto k : {"wrap_kernel", "boxed", "Boxed", "call_functor", "KernelWrapper", "WrapFunctionIntoFunctor",
+                   "OperatorEntry", "call_impl"})
       if (f.find(k) != std::string_view::npos) return true;
   }
   if (f.starts_with("torch::jit::") &&
-      (f.find("createOperatorFromC10") != std::string_view::npos ||
-       f.find("Operation") != std::string_view::npos))
+      (f.find("createOperatorFromC10") != std::string_view::npos || f.find("Operation") != std::string_view::npos))
     return true;
   return false;
 }
 
 /// True for frames of the C runtime, the dynamic loader and the unwinder, by module file name.
 inline bool is_runtime_module(std::string_view m) {
-  return starts_with_any(m, {"libc.so", "libc-", "libpthread", "ld-linux", "ld-", "ld64.so",
-                             "libgcc_s", "linux-vdso", "libdl"});
+  return starts_with_any(
+      m, {"libc.so", "libc-", "libpthread", "ld-linux", "ld-", "ld64.so", "libgcc_s", "linux-vdso", "libdl"});
 }
 
 }  // namespace detail
@@ -280,8 +310,7 @@ inline std::optional<crash_report> parse_crash_report(std::string_view log) {
 /// Up to `n` frames that locate a bug, innermost first, with numbers and addresses masked
 /// (detail::mask_numbers): drops the frames detail::is_boilerplate_frame names. Judges by name
 /// only; the crash_report overload also drops frames of libc, the loader and the unwinder.
-inline std::vector<std::string> meaningful_frames(std::span<const std::string> frames,
-                                                  std::size_t n = 3) {
+inline std::vector<std::string> meaningful_frames(std::span<const std::string> frames, std::size_t n = 3) {
   std::vector<std::string> out;
   for (const auto& f : frames) {
     if (out.size() >= n) break;
@@ -295,8 +324,7 @@ inline std::vector<std::string> meaningful_frames(std::span<const std::string> f
 inline std::vector<std::string> meaningful_frames(const crash_report& rep, std::size_t n = 3) {
   std::vector<std::string> kept;
   for (std::size_t i = 0; i < rep.frames.size(); ++i)
-    if (i >= rep.modules.size() || !detail::is_runtime_module(rep.modules[i]))
-      kept.push_back(rep.frames[i]);
+    if (i >= rep.modules.size() || !detail::is_runtime_module(rep.modules[i])) kept.push_back(rep.frames[i]);
   return meaningful_frames(std::span<const std::string>(kept), n);
 }
 

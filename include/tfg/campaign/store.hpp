@@ -54,30 +54,40 @@ struct round_record {
   std::string reason;  ///< why illegal / rejected, or the finding id(s)
   bool accepted = false;
   std::int64_t new_labels = 0, new_transitions = 0;
-  std::string model_hash;                  ///< the seed graph mutated this round
+  std::string model_hash;  ///< the seed graph mutated this round
   /// "profile","construct","select",... (stored as JSON); a dotted key ("execute.load") is a part
   /// of the phase before its dot, not a phase of its own.
   std::map<std::string, double> phase_ms;
-  std::string extra_json;                  ///< free-form JSON text the loop wants to keep
+  std::string extra_json;  ///< free-form JSON text the loop wants to keep
 
   friend bool operator==(const round_record&, const round_record&) = default;
 };
 
 /// One deduplicated finding. `message` and `dir` are those of the first instance.
 struct finding_row {
-  std::string id, kind, title, key, culprit_op, config_a, config_b, dtype, device, message, dir,
-      status;
+  std::string id, kind, title, key, culprit_op, config_a, config_b, dtype, device, message, dir, status;
   std::int64_t first_round = 0, last_round = 0, instances = 0;
   double reliability = -1;  ///< fraction of successful reproductions; -1 = not yet reproduced
 };
 
 /// A finding row as JSON (findings.jsonl of report and fuzz): every field by its name.
 inline void to_json(nlohmann::json& j, const finding_row& f) {
-  j = {{"id", f.id},           {"kind", f.kind},           {"title", f.title},
-       {"culprit_op", f.culprit_op}, {"config_a", f.config_a}, {"config_b", f.config_b},
-       {"dtype", f.dtype},     {"device", f.device},       {"status", f.status},
-       {"first_round", f.first_round}, {"last_round", f.last_round}, {"instances", f.instances},
-       {"reliability", f.reliability}, {"dir", f.dir},     {"key", f.key}, {"message", f.message}};
+  j = {{"id", f.id},
+       {"kind", f.kind},
+       {"title", f.title},
+       {"culprit_op", f.culprit_op},
+       {"config_a", f.config_a},
+       {"config_b", f.config_b},
+       {"dtype", f.dtype},
+       {"device", f.device},
+       {"status", f.status},
+       {"first_round", f.first_round},
+       {"last_round", f.last_round},
+       {"instances", f.instances},
+       {"reliability", f.reliability},
+       {"dir", f.dir},
+       {"key", f.key},
+       {"message", f.message}};
 }
 /// The inverse of to_json; a missing field keeps its default.
 inline void from_json(const nlohmann::json& j, finding_row& f) {
@@ -118,9 +128,8 @@ class store {
   /// gets the schema; an existing one must carry schema_version in its meta table.
   static tfg::expected<store, std::string> open(const std::filesystem::path& db_file) {
     sqlite3* raw = nullptr;
-    const int rc =
-        sqlite3_open_v2(db_file.c_str(), &raw,
-                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+    const int rc = sqlite3_open_v2(db_file.c_str(), &raw,
+                                   SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
     store s;
     s.db_.reset(raw);  // closed on every path below
     if (rc != SQLITE_OK)
@@ -260,8 +269,8 @@ class store {
   /// Records one instance of the finding `sig` seen in `round`; true when its id is new.
   /// `dir` is the instance's artifact folder relative to the campaign dir. A new finding gets
   /// status "new" and reliability -1; a known one gets instances+1 and last_round updated.
-  bool add_finding(const tfg::oracle::finding_signature& sig, std::int64_t round,
-                   std::string_view message, std::string_view dir) {
+  bool add_finding(const tfg::oracle::finding_signature& sig, std::int64_t round, std::string_view message,
+                   std::string_view dir) {
     const std::string id = sig.id();
     transaction tx(*this);
     auto& find = prepare("SELECT instances FROM findings WHERE id = ?1");
@@ -299,8 +308,7 @@ class store {
     transaction tx(*this);
     auto& st = prepare("UPDATE findings SET reliability = ?2, status = ?3 WHERE id = ?1");
     st.bind(1, id).bind(2, reliability).bind(3, status).run();
-    if (sqlite3_changes(db_.get()) == 0)
-      throw store_error("set_finding_status: no finding with id " + std::string(id));
+    if (sqlite3_changes(db_.get()) == 0) throw store_error("set_finding_status: no finding with id " + std::string(id));
     tx.commit();
   }
 
@@ -343,14 +351,12 @@ class store {
   }
 
   /// All metric rows grouped by round, ordered by round.
-  [[nodiscard]] std::vector<std::pair<std::int64_t, std::map<std::string, double>>> metrics()
-      const {
+  [[nodiscard]] std::vector<std::pair<std::int64_t, std::map<std::string, double>>> metrics() const {
     auto& st = prepare("SELECT round, name, value FROM metrics ORDER BY round, name");
     std::vector<std::pair<std::int64_t, std::map<std::string, double>>> out;
     while (st.step()) {
       const std::int64_t r = st.i64(0);
-      if (out.empty() || out.back().first != r)
-        out.emplace_back(r, std::map<std::string, double>{});
+      if (out.empty() || out.back().first != r) out.emplace_back(r, std::map<std::string, double>{});
       out.back().second[st.text(1)] = st.f64(2);
     }
     return out;
@@ -415,8 +421,8 @@ class store {
   class statement {
    public:
     statement(sqlite3* db, const std::string& sql) : db_(db) {
-      if (sqlite3_prepare_v3(db, sql.c_str(), static_cast<int>(sql.size()),
-                             SQLITE_PREPARE_PERSISTENT, &st_, nullptr) != SQLITE_OK)
+      if (sqlite3_prepare_v3(db, sql.c_str(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &st_, nullptr) !=
+          SQLITE_OK)
         throw store_error("prepare failed: " + std::string(sqlite3_errmsg(db)) + " in: " + sql);
     }
     statement(const statement&) = delete;
@@ -452,8 +458,7 @@ class store {
     [[nodiscard]] std::int64_t i64(int c) const { return sqlite3_column_int64(st_, c); }
     /// SQLite stores NaN as NULL; NULL reads back as NaN.
     [[nodiscard]] double f64(int c) const {
-      if (sqlite3_column_type(st_, c) == SQLITE_NULL)
-        return std::numeric_limits<double>::quiet_NaN();
+      if (sqlite3_column_type(st_, c) == SQLITE_NULL) return std::numeric_limits<double>::quiet_NaN();
       return sqlite3_column_double(st_, c);
     }
     [[nodiscard]] std::string text(int c) const {
@@ -498,9 +503,8 @@ class store {
 
   static finding_row read_finding(const statement& st) {
     finding_row f;
-    std::string* texts[] = {&f.id,         &f.kind,     &f.title,    &f.key,
-                            &f.culprit_op, &f.config_a, &f.config_b, &f.dtype,
-                            &f.device,     &f.message,  &f.dir,      &f.status};
+    std::string* texts[] = {&f.id,       &f.kind,  &f.title,  &f.key,     &f.culprit_op, &f.config_a,
+                            &f.config_b, &f.dtype, &f.device, &f.message, &f.dir,        &f.status};
     for (int i = 0; i < 12; ++i) *texts[i] = st.text(i);
     f.first_round = st.i64(12);
     f.last_round = st.i64(13);
@@ -521,8 +525,7 @@ class store {
   /// The cached statement for `sql` (prepared on first use), reset and unbound.
   statement& prepare(const std::string& sql) const {
     auto it = stmts_.find(sql);
-    if (it == stmts_.end())
-      it = stmts_.emplace(sql, std::make_unique<statement>(db_.get(), sql)).first;
+    if (it == stmts_.end()) it = stmts_.emplace(sql, std::make_unique<statement>(db_.get(), sql)).first;
     it->second->reset();
     return *it->second;
   }
@@ -549,8 +552,7 @@ class store {
         throw store_error("campaign store schema version " + version + ", this build reads " +
                           std::to_string(schema_version));
     } else {
-      auto& tables =
-          prepare("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name <> 'meta'");
+      auto& tables = prepare("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name <> 'meta'");
       tables.step();
       const auto n = tables.i64(0);
       tables.reset();

@@ -31,10 +31,8 @@ namespace tfg::campaign {
 /// What `Backend` adds to a worker's environment (`Backend::worker_environment()`, if it says).
 template <class Backend>
 [[nodiscard]] std::vector<std::string> worker_environment() {
-  if constexpr (requires { Backend::worker_environment(); })
-    return Backend::worker_environment();
-  else
-    return {};
+  if constexpr (requires { Backend::worker_environment(); }) return Backend::worker_environment();
+  else return {};
 }
 
 class supervisor {
@@ -93,8 +91,9 @@ class supervisor {
     for (int i = 0; i < std::max(1, runs); ++i) {
       auto o = execute(seed, cap);
       if (o.process_failed())
-        throw std::runtime_error("the seed model fails in the worker (" + std::string(to_string(o.exchange.kind)) +
-                                 "): " + o.exchange.log.substr(o.exchange.log.size() > 2000 ? o.exchange.log.size() - 2000 : 0));
+        throw std::runtime_error(
+            "the seed model fails in the worker (" + std::string(to_string(o.exchange.kind)) +
+            "): " + o.exchange.log.substr(o.exchange.log.size() > 2000 ? o.exchange.log.size() - 2000 : 0));
       if (!o.reply) throw std::runtime_error("the worker's reply on the seed is unreadable: " + o.reply_error);
       if (!o.reply->ok) throw std::runtime_error("the seed model does not load in the worker: " + o.reply->error);
       last = std::move(o);
@@ -105,7 +104,8 @@ class supervisor {
 
   /// The per-mutant timeout: max(floor, 10 x the seed's time), at most the cap.
   void calibrate(double seed_ms, std::chrono::milliseconds floor, std::chrono::milliseconds cap) {
-    timeout_ = std::clamp(std::chrono::milliseconds(static_cast<std::int64_t>(10 * seed_ms)), std::min(floor, cap), cap);
+    timeout_ =
+        std::clamp(std::chrono::milliseconds(static_cast<std::int64_t>(10 * seed_ms)), std::min(floor, cap), cap);
     calibration_load_ = machine_load_factor();
   }
   /// A resumed campaign's stored calibration (within this run's floor and cap).
@@ -142,7 +142,7 @@ class supervisor {
   worker_layout current_;
   std::size_t serial_ = 0;
   std::chrono::milliseconds timeout_{10000};
-  double calibration_load_ = 1;              ///< the machine's load factor when timeout_ was calibrated
+  double calibration_load_ = 1;  ///< the machine's load factor when timeout_ was calibrated
   std::chrono::milliseconds used_timeout_{0};
 };
 

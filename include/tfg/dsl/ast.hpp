@@ -99,7 +99,7 @@ struct expr {
 inline constexpr std::uint32_t max_expression_height = 512;
 
 /// An int or float literal (a literal range bound, a plain literal list element).
-[[nodiscard]] inline bool is_number_literal(expr const& e) noexcept {
+[[nodiscard]] inline bool is_number_literal(const expr& e) noexcept {
   return e.kind == expr_kind::int_literal || e.kind == expr_kind::float_literal;
 }
 
@@ -188,7 +188,7 @@ struct param_decl {
   /// Declared `param $n : int = e` (a value derived from the site): a range whose two
   /// bounds are `e` (domain_values holds it twice).
   bool derived = false;
-  std::string doc;                  ///< `///` lines directly above
+  std::string doc;  ///< `///` lines directly above
   source_loc loc;
   type resolved;  ///< filled by check()
 };
@@ -204,9 +204,9 @@ struct graph_attr {
 
 struct graph_input {
   symbol name;
-  symbol type_name;         ///< a dtype literal (tensor) or int/float/bool (scalar)
-  bool tensor = false;      ///< a `[dims]` part was written
-  std::vector<expr> dims;   ///< int literals
+  symbol type_name;        ///< a dtype literal (tensor) or int/float/bool (scalar)
+  bool tensor = false;     ///< a `[dims]` part was written
+  std::vector<expr> dims;  ///< int literals
   std::vector<graph_attr> attrs;
   source_loc loc;
 };
@@ -309,16 +309,16 @@ struct requirement_arg {
 /// `requirement aten::add(%self, %other, $alpha) { broadcastable(%self, %other) }`: R(v) for
 /// one op kind. Several declarations for one op are alternatives, tried in order.
 struct requirement_decl {
-  symbol op;                              ///< "aten::_convolution"
-  std::vector<requirement_arg> args;      ///< positional over the op's schema arguments
-  std::vector<expr> conditions;           ///< each must hold on every profiling record
+  symbol op;                          ///< "aten::_convolution"
+  std::vector<requirement_arg> args;  ///< positional over the op's schema arguments
+  std::vector<expr> conditions;       ///< each must hold on every profiling record
   /// `propagates nan RULE` after the argument list: how the op's documented semantics carry a
   /// NaN from its inputs to its outputs ("elementwise", "preserve", "any"); empty: no rule.
   std::string nan_rule;
   /// `... from %x`: the one operand the rule applies to (the others lend a shape or a type);
   /// empty: every operand.
   symbol nan_from;
-  std::string doc;                        ///< `///` lines directly above
+  std::string doc;  ///< `///` lines directly above
   source_loc loc;
 };
 

@@ -38,21 +38,20 @@ struct diagnostic {
 };
 
 /// Builds an error diagnostic for `e`.
-[[nodiscard]] inline diagnostic make_error(errc e, source_loc loc, std::string message,
-                                           std::vector<note> notes = {}) {
+[[nodiscard]] inline diagnostic make_error(errc e, source_loc loc, std::string message, std::vector<note> notes = {}) {
   return {severity::error, std::string(code_of(e)), std::move(message), loc, std::move(notes)};
 }
 
 /// True when any diagnostic is an error.
-[[nodiscard]] inline bool has_errors(std::vector<diagnostic> const& ds) noexcept {
-  for (auto const& d : ds)
+[[nodiscard]] inline bool has_errors(const std::vector<diagnostic>& ds) noexcept {
+  for (const auto& d : ds)
     if (d.level == severity::error) return true;
   return false;
 }
 
 namespace detail {
 
-inline void print_snippet(std::ostream& os, line_index const& lines, source_loc loc) {
+inline void print_snippet(std::ostream& os, const line_index& lines, source_loc loc) {
   std::string_view const text = lines.line_text(loc.line);
   std::string const number = std::to_string(loc.line);
   std::string const gutter(number.size() < 5 ? 5 - number.size() : 0, ' ');
@@ -63,7 +62,7 @@ inline void print_snippet(std::ostream& os, line_index const& lines, source_loc 
   std::size_t const rel = loc.offset >= start ? loc.offset - start : 0;
   std::size_t const caret_at = std::min(rel, text.size());
   for (std::size_t i = 0; i < caret_at; ++i) {
-    auto const c = static_cast<unsigned char>(text[i]);
+    const auto c = static_cast<unsigned char>(text[i]);
     if (c == '\t') os << '\t';
     else if ((c & 0xC0u) != 0x80u) os << ' ';
   }
@@ -80,17 +79,14 @@ inline void print_snippet(std::ostream& os, line_index const& lines, source_loc 
 /// Prints `d` as `file:line:col: error[E###]: message`, the source line with its number, a
 /// caret underline spanning `d.loc.len` bytes (clipped to the line), then one line per note.
 /// A diagnostic without a position prints `file: error[E###]: message` and no snippet.
-inline void print(std::ostream& os, diagnostic const& d, source_file const& src,
-                  line_index const& lines) {
+inline void print(std::ostream& os, const diagnostic& d, const source_file& src, const line_index& lines) {
   os << src.name;
   if (d.loc.valid()) os << ':' << d.loc.line << ':' << d.loc.col;
-  os << ": " << (d.level == severity::error ? "error" : "warning") << '[' << d.code
-     << "]: " << d.message << '\n';
+  os << ": " << (d.level == severity::error ? "error" : "warning") << '[' << d.code << "]: " << d.message << '\n';
   if (d.loc.valid()) detail::print_snippet(os, lines, d.loc);
-  for (auto const& n : d.notes) {
+  for (const auto& n : d.notes) {
     if (n.loc && n.loc->valid()) {
-      os << src.name << ':' << n.loc->line << ':' << n.loc->col << ": note: " << n.message
-         << '\n';
+      os << src.name << ':' << n.loc->line << ':' << n.loc->col << ": note: " << n.message << '\n';
       detail::print_snippet(os, lines, *n.loc);
     } else {
       os << "note: " << n.message << '\n';
@@ -99,21 +95,20 @@ inline void print(std::ostream& os, diagnostic const& d, source_file const& src,
 }
 
 /// As above; builds the line index of `src` (O(size of the text)).
-inline void print(std::ostream& os, diagnostic const& d, source_file const& src) {
+inline void print(std::ostream& os, const diagnostic& d, const source_file& src) {
   print(os, d, src, line_index(src.text));
 }
 
 /// All diagnostics of `ds`, in order, as one string.
-[[nodiscard]] inline std::string format(std::vector<diagnostic> const& ds,
-                                        source_file const& src) {
+[[nodiscard]] inline std::string format(const std::vector<diagnostic>& ds, const source_file& src) {
   std::ostringstream os;
-  line_index const lines(src.text);
-  for (auto const& d : ds) print(os, d, src, lines);
+  const line_index lines(src.text);
+  for (const auto& d : ds) print(os, d, src, lines);
   return std::move(os).str();
 }
 
 /// One diagnostic as a string.
-[[nodiscard]] inline std::string format(diagnostic const& d, source_file const& src) {
+[[nodiscard]] inline std::string format(const diagnostic& d, const source_file& src) {
   std::ostringstream os;
   print(os, d, src);
   return std::move(os).str();

@@ -91,7 +91,8 @@ inline constexpr std::array<error_code_info, 53> error_codes{{
     {errc::bad_file_header, "E004", "missing or malformed file header 'tfg <version>'", diag_phase::parse, true},
     {errc::unsupported_version, "E005", "unsupported language version", diag_phase::parse, true},
     {errc::number_out_of_range, "E006", "numeric literal out of range", diag_phase::parse, true},
-    {errc::nesting_too_deep, "E007", "brackets, prefix operators or an operator chain nested too deeply", diag_phase::parse, true},
+    {errc::nesting_too_deep, "E007", "brackets, prefix operators or an operator chain nested too deeply",
+     diag_phase::parse, true},
     {errc::bad_op_name, "E008", "unknown op-name format or namespace", diag_phase::check, true},
     {errc::unknown_builtin, "E009", "unknown built-in or extern function", diag_phase::check, true},
     {errc::wrong_arity, "E010", "wrong number of arguments", diag_phase::check, true},
@@ -111,7 +112,8 @@ inline constexpr std::array<error_code_info, 53> error_codes{{
     {errc::bad_object, "E024", "unknown object kind", diag_phase::parse, true},
     {errc::bad_primitive, "E025", "unknown primitive kind", diag_phase::parse, true},
     {errc::duplicate_clause, "E026", "duplicate header clause or block", diag_phase::parse, true},
-    {errc::missing_header_clause, "E027", "missing header clause (object, primitive or origin)", diag_phase::check, true},
+    {errc::missing_header_clause, "E027", "missing header clause (object, primitive or origin)", diag_phase::check,
+     true},
     {errc::constraint_not_bool, "E028", "condition is not boolean", diag_phase::check, true},
     {errc::value_redefined, "E029", "value defined twice", diag_phase::check, true},
     {errc::wildcard_outside_pattern, "E030", "wildcard outside a pattern", diag_phase::check, true},
@@ -131,16 +133,20 @@ inline constexpr std::array<error_code_info, 53> error_codes{{
     {errc::unknown_name, "E044", "unknown name", diag_phase::check, true},
     {errc::state_in_pattern, "E045", "tensor-state built-in used in a pattern", diag_phase::check, true},
     {errc::bad_requirement_args, "E046", "malformed requirement argument list", diag_phase::check, true},
-    {errc::bad_is_none, "E047", "is_none on a value that is not an optional requirement argument", diag_phase::check, true},
+    {errc::bad_is_none, "E047", "is_none on a value that is not an optional requirement argument", diag_phase::check,
+     true},
     {errc::bad_pool_path, "E048", "an operator path is neither a folder nor a .tfg file", diag_phase::parse, false},
     {errc::empty_pool, "E049", "an operator path holds no declaration", diag_phase::parse, false},
-    {errc::unknown_backend_op, "E050", "an op the backend does not have (reported by ops check and at instantiation)", diag_phase::check, false},
+    {errc::unknown_backend_op, "E050", "an op the backend does not have (reported by ops check and at instantiation)",
+     diag_phase::check, false},
     {errc::bad_requires, "E051", "unknown device in a 'requires' clause", diag_phase::parse, true},
-    {errc::bad_forward, "E052", "arg() outside a replacement argument, or not of a pattern node's result and a constant index", diag_phase::check, true},
+    {errc::bad_forward, "E052",
+     "arg() outside a replacement argument, or not of a pattern node's result and a constant index", diag_phase::check,
+     true},
 }};
 
 /// The table row of `e`. Precondition: `e` is an enumerator (the table is dense).
-[[nodiscard]] constexpr error_code_info const& info_of(errc e) noexcept {
+[[nodiscard]] constexpr const error_code_info& info_of(errc e) noexcept {
   return error_codes[static_cast<std::size_t>(e)];
 }
 
@@ -148,10 +154,12 @@ inline constexpr std::array<error_code_info, 53> error_codes{{
 [[nodiscard]] constexpr std::string_view code_of(errc e) noexcept { return info_of(e).code; }
 
 // The table is indexed by enumerator value; keep it dense and ordered.
-static_assert([] {
-  for (std::size_t i = 0; i < error_codes.size(); ++i)
-    if (static_cast<std::size_t>(error_codes[i].id) != i) return false;
-  return true;
-}(), "tfg::dsl::error_codes must list errc values densely and in order");
+static_assert(
+    [] {
+      for (std::size_t i = 0; i < error_codes.size(); ++i)
+        if (static_cast<std::size_t>(error_codes[i].id) != i) return false;
+      return true;
+    }(),
+    "tfg::dsl::error_codes must list errc values densely and in order");
 
 }  // namespace tfg::dsl

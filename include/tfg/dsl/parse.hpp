@@ -39,9 +39,9 @@ struct parse_options {
 };
 
 struct parse_result {
-  module ast;                            ///< partial when there are errors
-  std::vector<diagnostic> diagnostics;   ///< in source order
-  source_file source;                    ///< the file name and a copy of the text
+  module ast;                           ///< partial when there are errors
+  std::vector<diagnostic> diagnostics;  ///< in source order
+  source_file source;                   ///< the file name and a copy of the text
 
   /// No error-severity diagnostic.
   [[nodiscard]] bool ok() const noexcept { return !has_errors(diagnostics); }
@@ -56,7 +56,7 @@ struct parse_result {
 /// Complexity: linear in the text for well-formed input. Thread-safe: concurrent calls share
 /// no mutable state.
 [[nodiscard]] TFG_DSL_PARSE_INLINE parse_result parse(std::string_view text, std::string_view file_name,
-                                               parse_options const& options = {}) noexcept;
+                                                      const parse_options& options = {}) noexcept;
 
 }  // namespace tfg::dsl
 
@@ -70,22 +70,22 @@ namespace tfg::dsl {
 namespace detail {
 
 /// Parses the declarations after the header with the X3 entry rules, one at a time.
-inline void parse_declarations(char const* body, std::string_view text, line_index const& lines,
-                               module& out, std::vector<diagnostic>& diags) {
+inline void parse_declarations(const char* body, std::string_view text, const line_index& lines, module& out,
+                               std::vector<diagnostic>& diags) {
   namespace x3 = boost::spirit::x3;
-  char const* const begin = text.data();
-  char const* const end = begin + text.size();
-  auto loc = [&](char const* b, char const* e) {
+  const char* const begin = text.data();
+  const char* const end = begin + text.size();
+  auto loc = [&](const char* b, const char* e) {
     return lines.locate(static_cast<std::uint32_t>(b - begin), static_cast<std::uint32_t>(e - b));
   };
   parse_state st{begin, end, lines, diags, nullptr, {}};
   // x3::context holds its parent by reference: keep the skipper context alive.
-  auto const skipper_ctx = x3::make_context<x3::skipper_tag>(parser::skipper);
-  auto const ctx = x3::make_context<parser::state_tag>(st, skipper_ctx);
+  const auto skipper_ctx = x3::make_context<x3::skipper_tag>(parser::skipper);
+  const auto ctx = x3::make_context<parser::state_tag>(st, skipper_ctx);
   static_assert(std::is_same_v<std::remove_const_t<decltype(ctx)>, parser::context_type>);
 
-  for (char const* p = skip_blanks(body, end); p != end; p = skip_blanks(p, end)) {
-    char const* const item = p;
+  for (const char* p = skip_blanks(body, end); p != end; p = skip_blanks(p, end)) {
+    const char* const item = p;
     st.item_begin = item;
     try {
       bool ok = false;
@@ -102,13 +102,13 @@ inline void parse_declarations(char const* body, std::string_view text, line_ind
         ok = requirement_grammar().parse(p, end, ctx, x3::unused, rq);
         if (ok) out.requirements.push_back(std::move(rq));
       } else {
-        diags.push_back(make_error(errc::syntax, loc(p, token_end(p, end)),
-                                   "expected 'operator', 'extern' or 'requirement' declaration, found " +
-                                       describe_token(p, end)));
+        diags.push_back(
+            make_error(errc::syntax, loc(p, token_end(p, end)),
+                       "expected 'operator', 'extern' or 'requirement' declaration, found " + describe_token(p, end)));
       }
       if (!ok) p = resync(item, end);
-    } catch (x3::expectation_failure<char const*> const& e) {
-      char const* const where = skip_blanks(e.where(), end);
+    } catch (const x3::expectation_failure<const char*>& e) {
+      const char* const where = skip_blanks(e.where(), end);
       diags.push_back(make_error(errc::syntax, loc(where, token_end(where, end)),
                                  "expected " + e.which() + ", found " + describe_token(where, end)));
       p = resync(item, end);
@@ -117,7 +117,7 @@ inline void parse_declarations(char const* body, std::string_view text, line_ind
 }
 
 /// Fills `doc` of operators and parameters from the `///` lines directly above them.
-inline void attach_docs(module& m, line_index const& lines) {
+inline void attach_docs(module& m, const line_index& lines) {
   for (auto& op : m.operators) {
     op.doc = doc_above(lines, op.loc.line);
     for (auto& p : op.params) p.doc = doc_above(lines, p.loc.line);
@@ -128,15 +128,15 @@ inline void attach_docs(module& m, line_index const& lines) {
 }  // namespace detail
 
 TFG_DSL_PARSE_INLINE parse_result parse(std::string_view text, std::string_view file_name,
-                                        parse_options const& options) noexcept {
+                                        const parse_options& options) noexcept {
   parse_result r;
   try {
     r.source.name = std::string(file_name);
     r.source.text = std::string(text);
     r.ast.file_name = r.source.name;
     std::string_view const t = r.source.text;  // locs refer to the owned copy
-    line_index const lines(t);
-    auto const pre = detail::prescan(t, lines, r.diagnostics);
+    const line_index lines(t);
+    const auto pre = detail::prescan(t, lines, r.diagnostics);
     r.ast.version = pre.version;
     if (!pre.fatal) {
       detail::parse_declarations(pre.body, t, lines, r.ast, r.diagnostics);
@@ -149,14 +149,13 @@ TFG_DSL_PARSE_INLINE parse_result parse(std::string_view text, std::string_view 
     }
     // Source order; a diagnostic reported twice (an action re-run after backtracking) once.
     std::stable_sort(r.diagnostics.begin(), r.diagnostics.end(),
-                     [](diagnostic const& a, diagnostic const& b) { return a.loc.offset < b.loc.offset; });
-    r.diagnostics.erase(
-        std::unique(r.diagnostics.begin(), r.diagnostics.end(),
-                    [](diagnostic const& a, diagnostic const& b) {
-                      return a.code == b.code && a.loc == b.loc && a.message == b.message;
-                    }),
-        r.diagnostics.end());
-  } catch (std::exception const& e) {
+                     [](const diagnostic& a, const diagnostic& b) { return a.loc.offset < b.loc.offset; });
+    r.diagnostics.erase(std::unique(r.diagnostics.begin(), r.diagnostics.end(),
+                                    [](const diagnostic& a, const diagnostic& b) {
+                                      return a.code == b.code && a.loc == b.loc && a.message == b.message;
+                                    }),
+                        r.diagnostics.end());
+  } catch (const std::exception& e) {
     try {
       r.diagnostics.push_back(make_error(errc::internal, {}, std::string("internal error: ") + e.what()));
     } catch (...) {

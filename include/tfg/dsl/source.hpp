@@ -51,8 +51,8 @@ class line_index {
   /// The loc of the byte span [offset, offset + len); offsets past the end are clamped.
   [[nodiscard]] source_loc locate(std::uint32_t offset, std::uint32_t len) const noexcept {
     offset = std::min<std::uint32_t>(offset, static_cast<std::uint32_t>(text_.size()));
-    auto const it = std::upper_bound(starts_.begin(), starts_.end(), offset);
-    auto const line = static_cast<std::uint32_t>(it - starts_.begin());  // 1-based
+    const auto it = std::upper_bound(starts_.begin(), starts_.end(), offset);
+    const auto line = static_cast<std::uint32_t>(it - starts_.begin());  // 1-based
     std::uint32_t const start = starts_[line - 1];
     std::uint32_t col = 1;
     if (offset - start <= 2 * stride) {  // the usual short line: count from its start
@@ -79,9 +79,7 @@ class line_index {
     return starts_[line - 1];
   }
 
-  [[nodiscard]] std::uint32_t line_count() const noexcept {
-    return static_cast<std::uint32_t>(starts_.size());
-  }
+  [[nodiscard]] std::uint32_t line_count() const noexcept { return static_cast<std::uint32_t>(starts_.size()); }
 
  private:
   static constexpr std::size_t stride = 64;

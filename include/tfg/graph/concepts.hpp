@@ -14,8 +14,7 @@ namespace tfg::graph {
 
 /// A range whose elements convert to T.
 template <class R, class T>
-concept range_of = std::ranges::input_range<R> &&
-                   std::convertible_to<std::ranges::range_reference_t<R>, T>;
+concept range_of = std::ranges::input_range<R> && std::convertible_to<std::ranges::range_reference_t<R>, T>;
 
 /// The read-only structure of a tensor graph: node and edge ids (live ids, capacities for
 /// id-indexed tables, liveness), node inputs/outputs by slot, edge producer and uses, graph

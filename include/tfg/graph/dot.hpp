@@ -57,15 +57,14 @@ namespace tfg::graph {
 /// Node statements come in id order, arrows in edge-id then use order, so the output is
 /// deterministic. O(V + E + uses + outputs) plus the labels.
 template <tensor_graph G, class NodeLabel, class EdgeLabel>
-  requires std::invocable<NodeLabel&, node_id> && std::invocable<EdgeLabel&, edge_id>
+requires std::invocable<NodeLabel&, node_id> && std::invocable<EdgeLabel&, edge_id>
 void write_dot(std::ostream& os, const G& g, NodeLabel node_label, EdgeLabel edge_label) {
   using tfg::detail::dot_quote;
   using tfg::detail::label_text;
   constexpr std::size_t none = static_cast<std::size_t>(-1);
   os << "digraph tfg {\n  node [shape=box];\n";
   for (const node_id n : g.nodes()) {
-    os << "  n" << index(n) << " [label=" << dot_quote(label_text(std::invoke(node_label, n)))
-       << "];\n";
+    os << "  n" << index(n) << " [label=" << dot_quote(label_text(std::invoke(node_label, n))) << "];\n";
   }
   // Graph inputs and outputs are edges, drawn as terminals of their own.
   std::vector<std::size_t> input_at(g.edge_capacity(), none);
@@ -79,8 +78,7 @@ void write_dot(std::ostream& os, const G& g, NodeLabel node_label, EdgeLabel edg
   k = 0;
   for (const edge_id e : g.graph_outputs()) {
     output_at[index(e)].push_back(k);
-    os << "  out" << k << " [shape=ellipse, fontsize=10, height=0.3, label=\"out" << k
-       << "\"];\n";
+    os << "  out" << k << " [shape=ellipse, fontsize=10, height=0.3, label=\"out" << k << "\"];\n";
     ++k;
   }
   for (const edge_id e : g.edges()) {
@@ -108,8 +106,7 @@ void write_dot(std::ostream& os, const G& g, NodeLabel node_label, EdgeLabel edg
 template <tensor_graph G>
 void write_dot(std::ostream& os, const G& g) {
   write_dot(
-      os, g, [](node_id n) { return tfg::detail::str_cat(n); },
-      [](edge_id e) { return tfg::detail::str_cat(e); });
+      os, g, [](node_id n) { return tfg::detail::str_cat(n); }, [](edge_id e) { return tfg::detail::str_cat(e); });
 }
 
 }  // namespace tfg::graph

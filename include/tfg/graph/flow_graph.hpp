@@ -58,9 +58,7 @@ class live_ids : public std::ranges::view_base {
     using iterator_category = std::input_iterator_tag;  // reference is a prvalue
 
     iterator() = default;
-    iterator(const std::vector<Record>* records, std::size_t at) : records_(records), at_(at) {
-      skip_dead();
-    }
+    iterator(const std::vector<Record>* records, std::size_t at) : records_(records), at_(at) { skip_dead(); }
     Id operator*() const { return Id{static_cast<std::uint32_t>(at_)}; }
     iterator& operator++() {
       ++at_;
@@ -173,16 +171,15 @@ class flow_graph {
   node_id add_node(NodeData data, std::span<const edge_id> inputs, std::vector<EdgeData> outputs) {
     for (std::size_t slot = 0; slot < inputs.size(); ++slot) {
       if (!alive(inputs[slot])) {
-        throw std::invalid_argument(tfg::detail::str_cat("flow_graph::add_node: input ", slot, " (",
-                                                         inputs[slot], ") is not a live edge"));
+        throw std::invalid_argument(
+            tfg::detail::str_cat("flow_graph::add_node: input ", slot, " (", inputs[slot], ") is not a live edge"));
       }
     }
     check_id_space(1, outputs.size());
     const node_id n{static_cast<std::uint32_t>(nodes_.size())};
     const std::size_t edge_base = edges_.size();
 
-    node_record record{std::move(data), {inputs.begin(), inputs.end()}, {}, true,
-                       static_cast<double>(nodes_.size())};
+    node_record record{std::move(data), {inputs.begin(), inputs.end()}, {}, true, static_cast<double>(nodes_.size())};
     record.outputs.reserve(outputs.size());
     for (std::size_t j = 0; j < outputs.size(); ++j) {
       record.outputs.push_back(edge_id{static_cast<std::uint32_t>(edge_base + j)});
@@ -194,13 +191,11 @@ class flow_graph {
     std::size_t added_uses = 0;
     try {
       for (; added_uses < inputs.size(); ++added_uses) {
-        edges_[index(inputs[added_uses])].consumers.push_back(
-            use{n, static_cast<std::uint32_t>(added_uses)});
+        edges_[index(inputs[added_uses])].consumers.push_back(use{n, static_cast<std::uint32_t>(added_uses)});
       }
       nodes_.push_back(std::move(record));
       for (std::size_t j = 0; j < outputs.size(); ++j) {
-        edges_.push_back(
-            edge_record{std::move(outputs[j]), n, static_cast<std::uint32_t>(j), {}, 0, true});
+        edges_.push_back(edge_record{std::move(outputs[j]), n, static_cast<std::uint32_t>(j), {}, 0, true});
       }
     } catch (...) {
       while (edges_.size() > edge_base) edges_.pop_back();
@@ -218,18 +213,15 @@ class flow_graph {
   }
 
   /// Braced-list convenience: `g.add_node(op, {a, b}, {t})`.
-  node_id add_node(NodeData data, std::initializer_list<edge_id> inputs,
-                   std::vector<EdgeData> outputs) {
-    return add_node(std::move(data), std::span<const edge_id>(inputs.begin(), inputs.size()),
-                    std::move(outputs));
+  node_id add_node(NodeData data, std::initializer_list<edge_id> inputs, std::vector<EdgeData> outputs) {
+    return add_node(std::move(data), std::span<const edge_id>(inputs.begin(), inputs.size()), std::move(outputs));
   }
 
   /// Appends `e` to graph_outputs() (ordered; an edge may appear several times).
   /// Throws std::invalid_argument if `e` is not a live edge. O(1) amortised.
   void add_output(edge_id e) {
     if (!alive(e)) {
-      throw std::invalid_argument(
-          tfg::detail::str_cat("flow_graph::add_output: ", e, " is not a live edge"));
+      throw std::invalid_argument(tfg::detail::str_cat("flow_graph::add_output: ", e, " is not a live edge"));
     }
     outputs_.push_back(e);
     ++edges_[index(e)].output_refs;
@@ -249,12 +241,8 @@ class flow_graph {
   std::size_t edge_capacity() const noexcept { return edges_.size(); }
 
   /// False for tombstones and for ids this graph never issued (no_node/no_edge included).
-  bool alive(node_id n) const noexcept {
-    return index(n) < nodes_.size() && nodes_[index(n)].alive;
-  }
-  bool alive(edge_id e) const noexcept {
-    return index(e) < edges_.size() && edges_[index(e)].alive;
-  }
+  bool alive(node_id n) const noexcept { return index(n) < nodes_.size() && nodes_[index(n)].alive; }
+  bool alive(edge_id e) const noexcept { return index(e) < edges_.size() && edges_[index(e)].alive; }
 
   /// Precondition for all per-id queries below: alive(id) (checked by TFG_ASSERT).
   const NodeData& data(node_id n) const { return node(n).data; }
@@ -376,9 +364,8 @@ class flow_graph {
   void compute_topological_order() const;
   void compute_downstream() const;
   void apply(tfg::detail::rewrite_plan<NodeData, EdgeData>&& plan);
-  void assign_order_keys(const tfg::detail::rewrite_plan<NodeData, EdgeData>& plan,
-                         std::vector<node_record>& added, std::size_t node_base,
-                         std::size_t edge_base) const;
+  void assign_order_keys(const tfg::detail::rewrite_plan<NodeData, EdgeData>& plan, std::vector<node_record>& added,
+                         std::size_t node_base, std::size_t edge_base) const;
 
   std::vector<node_record> nodes_;
   std::vector<edge_record> edges_;
@@ -484,8 +471,7 @@ std::vector<std::string> flow_graph<NodeData, EdgeData>::check() const {
       const auto& cons = edges_[index(e)].consumers;
       const auto hits = std::count(cons.begin(), cons.end(), use{n, slot});
       if (hits != 1) {
-        problems.push_back(str_cat("edge ", e, " lists consumer ", use{n, slot}, " ", hits,
-                                   " times, expected once"));
+        problems.push_back(str_cat("edge ", e, " lists consumer ", use{n, slot}, " ", hits, " times, expected once"));
       }
     }
     for (std::uint32_t j = 0; j < rec.outputs.size(); ++j) {
@@ -493,9 +479,8 @@ std::vector<std::string> flow_graph<NodeData, EdgeData>::check() const {
       if (!edge_in_range(e) || !edges_[index(e)].alive) {
         problems.push_back(str_cat("node ", n, " output ", j, " is dead edge ", e));
       } else if (edges_[index(e)].producer != n || edges_[index(e)].slot != j) {
-        problems.push_back(str_cat("edge ", e, " is output ", j, " of ", n,
-                                   " but records producer ", edges_[index(e)].producer, " slot ",
-                                   edges_[index(e)].slot));
+        problems.push_back(str_cat("edge ", e, " is output ", j, " of ", n, " but records producer ",
+                                   edges_[index(e)].producer, " slot ", edges_[index(e)].slot));
       }
     }
   }
@@ -518,8 +503,7 @@ std::vector<std::string> flow_graph<NodeData, EdgeData>::check() const {
     if (!edge_in_range(e) || !edges_[index(e)].alive) {
       problems.push_back(str_cat("graph input #", pos, " is dead edge ", e));
     } else if (edges_[index(e)].producer != no_node) {
-      problems.push_back(
-          str_cat("graph input #", pos, " (", e, ") has producer ", edges_[index(e)].producer));
+      problems.push_back(str_cat("graph input #", pos, " (", e, ") has producer ", edges_[index(e)].producer));
     } else if (is_input[index(e)]) {
       problems.push_back(str_cat("edge ", e, " is listed twice in graph_inputs()"));
     } else {
@@ -540,8 +524,7 @@ std::vector<std::string> flow_graph<NodeData, EdgeData>::check() const {
     ++live_edges;
     if (rec.output_refs != output_refs[i]) {
       problems.push_back(str_cat("edge ", e, " counts ", rec.output_refs,
-                                 " graph-output occurrences, graph_outputs() has ",
-                                 output_refs[i]));
+                                 " graph-output occurrences, graph_outputs() has ", output_refs[i]));
     }
     if (rec.producer == no_node) {
       if (!is_input[i]) {
@@ -552,17 +535,15 @@ std::vector<std::string> flow_graph<NodeData, EdgeData>::check() const {
     } else {
       const auto& outs = nodes_[index(rec.producer)].outputs;
       if (rec.slot >= outs.size() || outs[rec.slot] != e) {
-        problems.push_back(str_cat("edge ", e, " claims to be output ", rec.slot, " of ",
-                                   rec.producer, ", which does not list it there"));
+        problems.push_back(str_cat("edge ", e, " claims to be output ", rec.slot, " of ", rec.producer,
+                                   ", which does not list it there"));
       }
     }
     for (const use& u : rec.consumers) {
       if (index(u.node) >= n_cap || !nodes_[index(u.node)].alive) {
         problems.push_back(str_cat("edge ", e, " lists consumer ", u, " of a dead node"));
-      } else if (u.slot >= nodes_[index(u.node)].inputs.size() ||
-                 nodes_[index(u.node)].inputs[u.slot] != e) {
-        problems.push_back(
-            str_cat("edge ", e, " lists consumer ", u, ", which reads another edge"));
+      } else if (u.slot >= nodes_[index(u.node)].inputs.size() || nodes_[index(u.node)].inputs[u.slot] != e) {
+        problems.push_back(str_cat("edge ", e, " lists consumer ", u, ", which reads another edge"));
       }
     }
   }
@@ -578,9 +559,8 @@ std::vector<std::string> flow_graph<NodeData, EdgeData>::check() const {
     const edge_id e = nodes_[v].inputs[slot];
     if (!edge_in_range(e)) return UINT32_MAX;
     const node_id p = edges_[index(e)].producer;
-    return p == no_node || index(p) >= n_cap || !nodes_[index(p)].alive
-               ? UINT32_MAX
-               : static_cast<std::uint32_t>(index(p));
+    return p == no_node || index(p) >= n_cap || !nodes_[index(p)].alive ? UINT32_MAX
+                                                                        : static_cast<std::uint32_t>(index(p));
   };
   std::vector<std::pair<std::uint32_t, std::size_t>> stack;  // node, next slot to follow
   for (std::uint32_t root = 0; root < n_cap; ++root) {
@@ -634,8 +614,7 @@ void flow_graph<NodeData, EdgeData>::apply(tfg::detail::rewrite_plan<NodeData, E
     rec.outputs.reserve(a.outputs.size());
     for (std::size_t j = 0; j < a.outputs.size(); ++j) {
       rec.outputs.push_back(edge_id{static_cast<std::uint32_t>(edge_base + new_edges.size())});
-      new_edges.push_back(
-          edge_record{std::move(a.outputs[j]), n, static_cast<std::uint32_t>(j), {}, 0, true});
+      new_edges.push_back(edge_record{std::move(a.outputs[j]), n, static_cast<std::uint32_t>(j), {}, 0, true});
     }
     new_nodes.push_back(std::move(rec));
   }
@@ -717,13 +696,13 @@ void flow_graph<NodeData, EdgeData>::apply(tfg::detail::rewrite_plan<NodeData, E
 /// ran first; failing both, after every existing node. Added nodes that land before
 /// the same node keep their staging order. O(V) per distinct target, O(added · uses) else.
 template <class NodeData, class EdgeData>
-void flow_graph<NodeData, EdgeData>::assign_order_keys(
-    const tfg::detail::rewrite_plan<NodeData, EdgeData>& plan, std::vector<node_record>& added,
-    std::size_t node_base, std::size_t edge_base) const {
+void flow_graph<NodeData, EdgeData>::assign_order_keys(const tfg::detail::rewrite_plan<NodeData, EdgeData>& plan,
+                                                       std::vector<node_record>& added, std::size_t node_base,
+                                                       std::size_t edge_base) const {
   constexpr double none = std::numeric_limits<double>::infinity();
   const std::size_t m = added.size();
   if (m == 0) return;
-  std::vector<double> target(m, none);  // key of the node each added node must precede
+  std::vector<double> target(m, none);                // key of the node each added node must precede
   const auto owner = [&](edge_id e) -> std::size_t {  // added node producing e, or m
     if (index(e) < edge_base) return m;
     for (std::size_t k = 0; k < m; ++k)
@@ -768,8 +747,7 @@ void flow_graph<NodeData, EdgeData>::assign_order_keys(
     for (const auto& rec : nodes_)
       if (rec.alive && rec.order < target[k]) before = std::max(before, rec.order);
     const double step = (target[k] - before) / static_cast<double>(group.size() + 1);
-    for (std::size_t i = 0; i < group.size(); ++i)
-      added[group[i]].order = before + step * static_cast<double>(i + 1);
+    for (std::size_t i = 0; i < group.size(); ++i) added[group[i]].order = before + step * static_cast<double>(i + 1);
   }
 }
 

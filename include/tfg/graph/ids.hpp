@@ -44,9 +44,7 @@ inline std::ostream& operator<<(std::ostream& os, edge_id id) {
   if (id == no_edge) return os << "e-";
   return os << 'e' << index(id);
 }
-inline std::ostream& operator<<(std::ostream& os, const use& u) {
-  return os << u.node << ':' << u.slot;
-}
+inline std::ostream& operator<<(std::ostream& os, const use& u) { return os << u.node << ':' << u.slot; }
 
 }  // namespace tfg::graph
 

@@ -52,8 +52,7 @@ namespace tfg::graph {
 /// must write valid JSON (tfg::json::write_string quotes strings). Live nodes and edges
 /// in id order. O(V + E + uses + outputs) plus the callables.
 template <tensor_graph G, class NodeJson, class EdgeJson>
-  requires std::invocable<NodeJson&, std::ostream&, node_id> &&
-           std::invocable<EdgeJson&, std::ostream&, edge_id>
+requires std::invocable<NodeJson&, std::ostream&, node_id> && std::invocable<EdgeJson&, std::ostream&, edge_id>
 void write_json(std::ostream& os, const G& g, NodeJson node_json, EdgeJson edge_json) {
   using tfg::detail::write_json_ids;
   os << "{\"nodes\":[";
@@ -97,7 +96,8 @@ void write_json(std::ostream& os, const G& g, NodeJson node_json, EdgeJson edge_
 /// write_json with structure only.
 template <tensor_graph G>
 void write_json(std::ostream& os, const G& g) {
-  write_json(os, g, [](std::ostream&, node_id) {}, [](std::ostream&, edge_id) {});
+  write_json(
+      os, g, [](std::ostream&, node_id) {}, [](std::ostream&, edge_id) {});
 }
 
 }  // namespace tfg::graph

@@ -97,23 +97,16 @@ enum class rewrite_error_kind { dangling_edge, cycle, dead_reference, removed_in
 
 constexpr std::string_view to_string(rewrite_error_kind kind) noexcept {
   switch (kind) {
-    case rewrite_error_kind::dangling_edge:
-      return "dangling_edge";
-    case rewrite_error_kind::cycle:
-      return "cycle";
-    case rewrite_error_kind::dead_reference:
-      return "dead_reference";
-    case rewrite_error_kind::removed_input:
-      return "removed_input";
-    case rewrite_error_kind::bad_slot:
-      return "bad_slot";
+    case rewrite_error_kind::dangling_edge: return "dangling_edge";
+    case rewrite_error_kind::cycle: return "cycle";
+    case rewrite_error_kind::dead_reference: return "dead_reference";
+    case rewrite_error_kind::removed_input: return "removed_input";
+    case rewrite_error_kind::bad_slot: return "bad_slot";
   }
   return "unknown";
 }
 
-inline std::ostream& operator<<(std::ostream& os, rewrite_error_kind kind) {
-  return os << to_string(kind);
-}
+inline std::ostream& operator<<(std::ostream& os, rewrite_error_kind kind) { return os << to_string(kind); }
 
 /// Why commit() refused a rewrite; `message` names the offending node, edge and slot ids.
 struct rewrite_error {
@@ -160,8 +153,7 @@ class rewrite_transaction {
 
   /// Stages a new node reading `inputs` (slot by slot) and producing one edge per `outputs`
   /// element. Its ids are known after commit (rewrite_applied::node / edge).
-  staged_node new_node(node_data_type data, std::vector<value_ref> inputs,
-                       std::vector<edge_data_type> outputs) {
+  staged_node new_node(node_data_type data, std::vector<value_ref> inputs, std::vector<edge_data_type> outputs) {
     staged_.push_back(staged{std::move(data), std::move(inputs), std::move(outputs)});
     return staged_node{static_cast<std::uint32_t>(staged_.size() - 1)};
   }
@@ -171,9 +163,7 @@ class rewrite_transaction {
 
   /// Stages: all uses of `old` outside the removed set, and its graph-output occurrences, read
   /// `with`.
-  void replace_uses(edge_id old, value_ref with) {
-    redirects_.push_back(redirect{true, old, use{}, with});
-  }
+  void replace_uses(edge_id old, value_ref with) { redirects_.push_back(redirect{true, old, use{}, with}); }
 
   /// Stages: slot `u` (of a node outside the removed set) reads `with`.
   void rewire(use u, value_ref with) { redirects_.push_back(redirect{false, no_edge, u, with}); }
@@ -231,9 +221,7 @@ class rewrite_transaction {
     std::vector<vertex> roots;      // nodes that gained an input: the heads of new dependencies
     boost::dynamic_bitset<> tails;  // existing producers of newly read edges
 
-    bool is_removed(node_id n) const {
-      return std::binary_search(removed.begin(), removed.end(), n);
-    }
+    bool is_removed(node_id n) const { return std::binary_search(removed.begin(), removed.end(), n); }
     // Calls f(w) for each successor of v in the rewritten graph, once per reading slot.
     template <class F>
     void for_each_successor(vertex v, F&& f) const {
@@ -286,9 +274,7 @@ rewrite_result rewrite_transaction<Graph>::commit() {
   std::vector<node_id> removed = removed_;
   std::sort(removed.begin(), removed.end());
   removed.erase(std::unique(removed.begin(), removed.end()), removed.end());
-  const auto is_removed = [&](node_id n) {
-    return std::binary_search(removed.begin(), removed.end(), n);
-  };
+  const auto is_removed = [&](node_id n) { return std::binary_search(removed.begin(), removed.end(), n); };
 
   // ---- 2. references, in staging order per operation kind
   // Returns the kind and the tail of a message ("reads <what>") for a value that cannot be read.
@@ -305,8 +291,7 @@ rewrite_result rewrite_transaction<Graph>::commit() {
       return std::pair{kind::dead_reference, str_cat(v, ", not a node of this transaction")};
     }
     if (const auto n = staged_[v.node().index].outputs.size(); v.output_index() >= n) {
-      return std::pair{kind::bad_slot,
-                       str_cat(v, ", but new#", v.node().index, " has ", n, " outputs")};
+      return std::pair{kind::bad_slot, str_cat(v, ", but new#", v.node().index, " has ", n, " outputs")};
     }
     return std::nullopt;
   };
@@ -390,8 +375,8 @@ rewrite_result rewrite_transaction<Graph>::commit() {
       if (!g.is_graph_output(e)) continue;
       for (std::size_t pos = 0; pos < outputs.size(); ++pos) {
         if (outputs[pos] == e && !final_output_at.contains(pos)) {
-          return fail(kind::dangling_edge, str_cat(e, " (output ", j, " of removed node ", n,
-                                                   ") is still graph output #", pos));
+          return fail(kind::dangling_edge,
+                      str_cat(e, " (output ", j, " of removed node ", n, ") is still graph output #", pos));
         }
       }
     }
@@ -421,8 +406,7 @@ rewrite_result rewrite_transaction<Graph>::commit() {
   }
   const std::optional<std::string> cycle = find_cycle(r);
   if constexpr (TFG_ENABLE_ASSERTS != 0) {
-    TFG_ASSERT(cycle.has_value() == has_cycle_full(r),
-               "local cycle check disagrees with full check");
+    TFG_ASSERT(cycle.has_value() == has_cycle_full(r), "local cycle check disagrees with full check");
   }
   if (cycle) return fail(kind::cycle, *cycle);
 
@@ -485,10 +469,8 @@ std::optional<std::string> rewrite_transaction<Graph>::find_cycle(const rewritte
   const bool exact = any_tail && g.reachability_cached();
   std::size_t last_tail_rank = 0;
   if (any_tail && !exact) {
-    for (auto t = r.tails.find_first(); t != boost::dynamic_bitset<>::npos;
-         t = r.tails.find_next(t)) {
-      last_tail_rank =
-          std::max(last_tail_rank, g.topological_index(node_id{static_cast<std::uint32_t>(t)}));
+    for (auto t = r.tails.find_first(); t != boost::dynamic_bitset<>::npos; t = r.tails.find_next(t)) {
+      last_tail_rank = std::max(last_tail_rank, g.topological_index(node_id{static_cast<std::uint32_t>(t)}));
     }
   }
   const auto may_close = [&](vertex v) {
@@ -556,9 +538,7 @@ bool rewrite_transaction<Graph>::has_cycle_full(const rewritten& r) const {
   std::unordered_map<vertex, std::size_t> pending;
   std::vector<vertex> ready;
   std::size_t total = 0;
-  const auto has_producer = [&](const value_ref& v) {
-    return v.is_staged() || g.producer(v.edge()) != no_node;
-  };
+  const auto has_producer = [&](const value_ref& v) { return v.is_staged() || g.producer(v.edge()) != no_node; };
   for (const node_id n : g.nodes()) {
     if (r.is_removed(n)) continue;
     ++total;
@@ -566,8 +546,7 @@ bool rewrite_transaction<Graph>::has_cycle_full(const rewritten& r) const {
     const auto ins = g.inputs(n);
     for (std::uint32_t s = 0; s < ins.size(); ++s) {
       const auto it = r.final_at.find(use{n, s});
-      count +=
-          has_producer(it == r.final_at.end() ? value_ref(ins[s]) : r.finals[it->second].second);
+      count += has_producer(it == r.final_at.end() ? value_ref(ins[s]) : r.finals[it->second].second);
     }
     pending[vertex{index(n)}] = count;
     if (count == 0) ready.push_back(vertex{index(n)});

@@ -38,8 +38,8 @@ using graph::node_id;
 /// memory formats and devices are the DSL's words (dsl/spec.md: "f32", "strided",
 /// "channels_last_format", "cpu", "cuda:0"): the adapter normalises whatever codes its backend
 /// uses, so nothing in the core knows them. Op names are strings too.
-using attr_value = std::variant<std::monostate, bool, std::int64_t, double, std::string,
-                                std::vector<std::int64_t>, std::vector<double>>;
+using attr_value = std::variant<std::monostate, bool, std::int64_t, double, std::string, std::vector<std::int64_t>,
+                                std::vector<double>>;
 
 /// One schema argument of a node, in schema order.
 struct arg_view {
@@ -68,15 +68,15 @@ class symbol_table {
 
   /// The id of `name`, adding it if new. Amortised O(|name|).
   std::uint32_t intern(std::string_view name) {
-    if (auto const it = ids_.find(name); it != ids_.end()) return it->second;
-    auto const id = static_cast<std::uint32_t>(names_.size());
+    if (const auto it = ids_.find(name); it != ids_.end()) return it->second;
+    const auto id = static_cast<std::uint32_t>(names_.size());
     names_.emplace_back(name);
     ids_.emplace(std::string_view(names_.back()), id);
     return id;
   }
   /// The id of `name`, or 0 when it was never interned.
   [[nodiscard]] std::uint32_t find(std::string_view name) const noexcept {
-    auto const it = ids_.find(name);
+    const auto it = ids_.find(name);
     return it == ids_.end() ? 0 : it->second;
   }
   /// The name of `id` ("" for 0). Precondition: `id < size()`.

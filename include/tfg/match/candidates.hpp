@@ -47,7 +47,7 @@ struct stage_counts {
   [[nodiscard]] std::uint64_t operator[](reject_stage s) const noexcept { return by_stage[static_cast<int>(s)]; }
   [[nodiscard]] std::uint64_t pairs() const noexcept {
     std::uint64_t n = 0;
-    for (auto const x : by_stage) n += x;
+    for (const auto x : by_stage) n += x;
     return n;
   }
 };
@@ -60,17 +60,17 @@ struct pair_record {
 };
 
 struct construct_options {
-  std::uint64_t seed = 0;            ///< parameter sampling: rng seeded per pair from this
-  bool record_pairs = false;         ///< fill `candidate_set::pairs` (allocates per pair)
-  bool keep_candidates = true;       ///< false: count only (benchmarks of the scan)
-  bool use_prefilter = true;         ///< false: every pair goes through the pattern
+  std::uint64_t seed = 0;       ///< parameter sampling: rng seeded per pair from this
+  bool record_pairs = false;    ///< fill `candidate_set::pairs` (allocates per pair)
+  bool keep_candidates = true;  ///< false: count only (benchmarks of the scan)
+  bool use_prefilter = true;    ///< false: every pair goes through the pattern
   /// Draws of the sampled parameters per pair before the constraints reject it
   /// (`evaluate_constraints`); 1: one draw, as before parameters were redrawn.
   unsigned param_draws = default_param_draws;
   /// When set (`params->size() == op.params.size()` for every operator): the values of the
   /// parameters not bound by matching, used instead of a sample (`seed` is then unused).
   /// Entries of parameters bound by matching are ignored.
-  std::vector<attr_value> const* params = nullptr;
+  const std::vector<attr_value>* params = nullptr;
 };
 
 /// The parameter values of all candidates, flat: a kind byte and 8 payload bytes per value
@@ -97,7 +97,7 @@ class packed_params {
     bits_.clear();
     other_.clear();
   }
-  void push_back(attr_value const& v) {
+  void push_back(const attr_value& v) {
     std::uint64_t b = 0;
     switch (v.index()) {
       case 0: break;
@@ -115,7 +115,7 @@ class packed_params {
     bits_.push_back(b);
   }
   [[nodiscard]] attr_value operator[](std::size_t i) const {
-    auto const b = bits_[i];
+    const auto b = bits_[i];
     switch (kinds_[i]) {
       case 0: return std::monostate{};
       case 1: return b != 0;
@@ -140,17 +140,21 @@ class param_view {
     using value_type = attr_value;
     using difference_type = std::ptrdiff_t;
     iterator() = default;
-    iterator(packed_params const* p, std::size_t i) : p_(p), i_(i) {}
+    iterator(const packed_params* p, std::size_t i) : p_(p), i_(i) {}
     attr_value operator*() const { return (*p_)[i_]; }
     iterator& operator++() { return ++i_, *this; }
-    iterator operator++(int) { auto t = *this; ++i_; return t; }
-    bool operator==(iterator const& o) const { return i_ == o.i_; }
+    iterator operator++(int) {
+      auto t = *this;
+      ++i_;
+      return t;
+    }
+    bool operator==(const iterator& o) const { return i_ == o.i_; }
 
    private:
-    packed_params const* p_ = nullptr;
+    const packed_params* p_ = nullptr;
     std::size_t i_ = 0;
   };
-  param_view(packed_params const& p, std::size_t at, std::size_t n) : p_(&p), at_(at), n_(n) {}
+  param_view(const packed_params& p, std::size_t at, std::size_t n) : p_(&p), at_(at), n_(n) {}
   [[nodiscard]] std::size_t size() const noexcept { return n_; }
   [[nodiscard]] bool empty() const noexcept { return n_ == 0; }
   [[nodiscard]] attr_value operator[](std::size_t i) const { return (*p_)[at_ + i]; }
@@ -158,33 +162,33 @@ class param_view {
   [[nodiscard]] iterator end() const { return {p_, at_ + n_}; }
 
  private:
-  packed_params const* p_;
+  const packed_params* p_;
   std::size_t at_, n_;
 };
 
 struct candidate_set {
   std::vector<candidate> candidates;
-  std::vector<edge_id> values;      ///< bindings of all candidates, flat (no per-candidate allocation)
+  std::vector<edge_id> values;  ///< bindings of all candidates, flat (no per-candidate allocation)
   std::vector<node_id> nodes;
   packed_params params;
   std::vector<stage_counts> per_operator;  ///< index = operator index
   stage_counts total;
   std::vector<pair_record> pairs;
-  std::uint64_t type_faults = 0;           ///< run-time type mismatches in constraints
+  std::uint64_t type_faults = 0;  ///< run-time type mismatches in constraints
 
-  [[nodiscard]] std::span<const edge_id> values_of(candidate const& c) const {
+  [[nodiscard]] std::span<const edge_id> values_of(const candidate& c) const {
     return {values.data() + c.values_at, c.value_count};
   }
-  [[nodiscard]] std::span<const node_id> nodes_of(candidate const& c) const {
+  [[nodiscard]] std::span<const node_id> nodes_of(const candidate& c) const {
     return {nodes.data() + c.nodes_at, c.node_count};
   }
-  [[nodiscard]] param_view params_of(candidate const& c) const { return {params, c.params_at, c.param_count}; }
+  [[nodiscard]] param_view params_of(const candidate& c) const { return {params, c.params_at, c.param_count}; }
   /// The bindings of `c` as a `bindings` object (for `evaluate_deferred` and friends): every
   /// value slot, the replacement values' as `no_edge`.
-  [[nodiscard]] bindings bound(candidate const& c) const {
-    auto const v = values_of(c);
-    auto const n = nodes_of(c);
-    auto const p = params_of(c);
+  [[nodiscard]] bindings bound(const candidate& c) const {
+    const auto v = values_of(c);
+    const auto n = nodes_of(c);
+    const auto p = params_of(c);
     bindings b{{v.begin(), v.end()}, {n.begin(), n.end()}, {}};
     b.params.reserve(p.size());
     for (std::size_t i = 0; i < p.size(); ++i) b.params.push_back(p[i]);
@@ -196,15 +200,16 @@ struct candidate_set {
 /// Visits every live edge of `a.graph()` as anchor with every operator of `ops`: the
 /// prefilter is decided once per distinct edge summary (O(|E|) hashing plus O(classes x
 /// |ops|) tests; per pair when `record_pairs` is set), then the pattern and constraint work
-/// of the pairs that pass, edge by edge, operators in order. Allocation-free per rejected pair (after warm-up); retained candidates append their
-/// bindings to the set's flat arrays (amortised O(1), no allocation per candidate). The parameter sample of a pair is drawn from a `splitmix64` seeded with
-/// (options.seed, edge, operator), so results do not depend on the visiting order.
+/// of the pairs that pass, edge by edge, operators in order. Allocation-free per rejected pair (after warm-up);
+/// retained candidates append their bindings to the set's flat arrays (amortised O(1), no allocation per candidate).
+/// The parameter sample of a pair is drawn from a `splitmix64` seeded with (options.seed, edge, operator), so results
+/// do not depend on the visiting order.
 ///
 /// `construct_into` fills `out` in place, keeping the memory of its arrays (a campaign
 /// constructs once per round; fresh arrays cost a page fault per 4 KiB on first write).
 template <match_adapter A>
 void construct_into(candidate_set& out, A const& a, std::span<const compiled_operator> ops,
-                    construct_options const& options = {}) {
+                    const construct_options& options = {}) {
   out.candidates.clear();
   out.values.clear();
   out.nodes.clear();
@@ -213,10 +218,10 @@ void construct_into(candidate_set& out, A const& a, std::span<const compiled_ope
   out.total = stage_counts{};
   out.pairs.clear();
   out.type_faults = 0;
-  auto const summaries = summarize(a);
+  const auto summaries = summarize(a);
   std::vector<prefilter> pres;  // contiguous: the hot loop reads only these
   pres.reserve(ops.size());
-  for (auto const& op : ops) pres.push_back(op.pre);
+  for (const auto& op : ops) pres.push_back(op.pre);
   workspace ws;
   std::vector<bindings> per_op(ops.size());  // one per operator: parameter types stay put
   // Growth of the flat output arrays (retained candidates only): to the projected final size
@@ -237,7 +242,8 @@ void construct_into(candidate_set& out, A const& a, std::span<const compiled_ope
     v.reserve(static_cast<std::size_t>(want));
   };
   auto grow = [&](auto& v, std::size_t extra, std::uint64_t cap_bound) {
-    if (v.size() + extra > v.capacity()) [[unlikely]] grow_to(v, v.size() + extra, cap_bound);
+    if (v.size() + extra > v.capacity()) [[unlikely]]
+      grow_to(v, v.size() + extra, cap_bound);
   };
   auto bound_add = [&](std::uint32_t oi, std::uint64_t n) {
     to_examine += n;
@@ -270,9 +276,14 @@ void construct_into(candidate_set& out, A const& a, std::span<const compiled_ope
     if (st == reject_stage::accepted && options.keep_candidates) {
       // Only the pattern values: the replacement slots after them have no edge yet.
       auto const stored = std::min<std::size_t>(b.values.size(), ops[oi].pattern_value_count);
-      candidate c{e, oi, static_cast<std::uint32_t>(out.values.size()), static_cast<std::uint32_t>(out.nodes.size()),
-                  static_cast<std::uint32_t>(out.params.size()), static_cast<std::uint16_t>(stored),
-                  static_cast<std::uint16_t>(b.nodes.size()), static_cast<std::uint16_t>(b.params.size()),
+      candidate c{e,
+                  oi,
+                  static_cast<std::uint32_t>(out.values.size()),
+                  static_cast<std::uint32_t>(out.nodes.size()),
+                  static_cast<std::uint32_t>(out.params.size()),
+                  static_cast<std::uint16_t>(stored),
+                  static_cast<std::uint16_t>(b.nodes.size()),
+                  static_cast<std::uint16_t>(b.params.size()),
                   static_cast<std::uint16_t>(b.values.size())};
       grow(out.values, stored, bound[1]);
       grow(out.nodes, b.nodes.size(), bound[2]);
@@ -290,10 +301,10 @@ void construct_into(candidate_set& out, A const& a, std::span<const compiled_ope
     // examined in the same order as below) and the rejections are counted per class.
     struct summary_key {
       std::uint64_t hi, lo;
-      bool operator==(summary_key const&) const = default;
+      bool operator==(const summary_key&) const = default;
     };
     struct summary_hash {
-      std::size_t operator()(summary_key const& k) const noexcept {
+      std::size_t operator()(const summary_key& k) const noexcept {
         return static_cast<std::size_t>((k.hi * 0x9e3779b97f4a7c15ull) ^ (k.lo + 0x632be59bd9b4e019ull + (k.hi >> 7)));
       }
     };
@@ -305,11 +316,11 @@ void construct_into(candidate_set& out, A const& a, std::span<const compiled_ope
     std::vector<summary_class> classes;
     std::vector<std::uint32_t> edge_class;
     edge_class.reserve(summaries.size());
-    for (auto const e : a.graph().edges()) {
-      auto const& s = summaries[graph::index(e)];
-      summary_key const k{(std::uint64_t{s.producer_symbol} << 16) | s.uses,
+    for (const auto e : a.graph().edges()) {
+      const auto& s = summaries[graph::index(e)];
+      const summary_key k{(std::uint64_t{s.producer_symbol} << 16) | s.uses,
                           (std::uint64_t{s.rank} << 16) | (std::uint64_t{s.dtype} << 8) | s.flags};
-      auto const [it, fresh] = class_of.try_emplace(k, static_cast<std::uint32_t>(classes.size()));
+      const auto [it, fresh] = class_of.try_emplace(k, static_cast<std::uint32_t>(classes.size()));
       if (fresh) {
         auto& c = classes.emplace_back();
         for (std::uint32_t oi = 0; oi < ops.size(); ++oi)
@@ -318,22 +329,22 @@ void construct_into(candidate_set& out, A const& a, std::span<const compiled_ope
       ++classes[it->second].edges;
       edge_class.push_back(it->second);
     }
-    for (auto const& c : classes)
-      for (auto const oi : c.pass) bound_add(oi, c.edges);
+    for (const auto& c : classes)
+      for (const auto oi : c.pass) bound_add(oi, c.edges);
     std::size_t i = 0;
-    for (auto const e : a.graph().edges())
-      for (auto const oi : classes[edge_class[i++]].pass) examine(e, oi);
+    for (const auto e : a.graph().edges())
+      for (const auto oi : classes[edge_class[i++]].pass) examine(e, oi);
     // Prefilter rejections, per class (the class's first edge stands for all of them).
     std::vector<char> seen(classes.size(), 0);
     i = 0;
-    for (auto const e : a.graph().edges()) {
-      auto const ci = edge_class[i++];
+    for (const auto e : a.graph().edges()) {
+      const auto ci = edge_class[i++];
       if (seen[ci]) continue;
       seen[ci] = 1;
-      auto const& s = summaries[graph::index(e)];
-      auto const n = classes[ci].edges;
+      const auto& s = summaries[graph::index(e)];
+      const auto n = classes[ci].edges;
       for (std::uint32_t oi = 0; oi < ops.size(); ++oi) {
-        auto const pf = prefilter_check(pres[oi], s);
+        const auto pf = prefilter_check(pres[oi], s);
         if (pf == reject_stage::accepted) continue;
         out.per_operator[oi].by_stage[static_cast<int>(reject_stage::prefilter)] += n;
         out.per_operator[oi].prefilter_as[static_cast<int>(pf)] += n;
@@ -342,14 +353,14 @@ void construct_into(candidate_set& out, A const& a, std::span<const compiled_ope
   } else {
     {
       std::uint64_t live = 0;
-      for ([[maybe_unused]] auto const e : a.graph().edges()) ++live;
+      for ([[maybe_unused]] const auto e : a.graph().edges()) ++live;
       for (std::uint32_t oi = 0; oi < ops.size(); ++oi) bound_add(oi, live);
     }
-    for (auto const e : a.graph().edges()) {
-      auto const& s = summaries[graph::index(e)];
+    for (const auto e : a.graph().edges()) {
+      const auto& s = summaries[graph::index(e)];
       for (std::uint32_t oi = 0; oi < ops.size(); ++oi) {
         if (options.use_prefilter) {
-          auto const pf = prefilter_check(pres[oi], s);
+          const auto pf = prefilter_check(pres[oi], s);
           if (pf != reject_stage::accepted) {
             auto& counts = out.per_operator[oi];
             ++counts.by_stage[static_cast<int>(reject_stage::prefilter)];
@@ -362,7 +373,7 @@ void construct_into(candidate_set& out, A const& a, std::span<const compiled_ope
       }
     }
   }
-  for (auto const& c : out.per_operator)
+  for (const auto& c : out.per_operator)
     for (std::size_t i = 0; i < reject_stage_count; ++i) {
       out.total.by_stage[i] += c.by_stage[i];
       out.total.prefilter_as[i] += c.prefilter_as[i];
@@ -372,7 +383,7 @@ void construct_into(candidate_set& out, A const& a, std::span<const compiled_ope
 
 template <match_adapter A>
 [[nodiscard]] candidate_set construct(A const& a, std::span<const compiled_operator> ops,
-                                      construct_options const& options = {}) {
+                                      const construct_options& options = {}) {
   candidate_set out;
   construct_into(out, a, ops, options);
   return out;

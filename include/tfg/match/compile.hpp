@@ -40,9 +40,9 @@ struct compiled_param {
   std::string name;
   dsl::type type;
   dsl::domain_kind domain = dsl::domain_kind::none;
-  attr_value lo, hi;               ///< range domains
-  std::vector<attr_value> members; ///< set domains (bool without domain: {false, true})
-  bool bound_by_match = false;     ///< appears as a pattern argument or op spec
+  attr_value lo, hi;                ///< range domains
+  std::vector<attr_value> members;  ///< set domains (bool without domain: {false, true})
+  bool bound_by_match = false;      ///< appears as a pattern argument or op spec
   /// Range bounds computed from the site (dsl/spec.md section 6): when set, `lo` / `hi` are
   /// ignored and the bounds are evaluated on the candidate's pattern values and matched
   /// parameters, on every profiling record (the range is the intersection over records).
@@ -60,10 +60,10 @@ struct compiled_param {
 struct pattern_arg {
   enum class kind : std::uint8_t { value, wildcard, ellipsis, param, literal, list };
   kind k = kind::wildcard;
-  std::uint32_t slot = 0;            ///< value or parameter slot
-  attr_value literal;                ///< literal: the constant it must equal
+  std::uint32_t slot = 0;                                 ///< value or parameter slot
+  attr_value literal;                                     ///< literal: the constant it must equal
   dsl::type_kind literal_kind = dsl::type_kind::unknown;  ///< dtype/layout/... words
-  std::vector<pattern_arg> items;    ///< list
+  std::vector<pattern_arg> items;                         ///< list
 };
 
 struct pattern_node {
@@ -87,14 +87,14 @@ struct match_step {
 /// Necessary conditions on the anchor, checked against its `edge_summary` before the
 /// pattern. Each test knows the stage it was derived from.
 struct prefilter {
-  bool need_producer = false;                  ///< pattern: the anchor is produced by a pattern node
-  bool any_producer = true;                    ///< no restriction on the producer's kind
-  std::array<std::uint64_t, 4> producer_mask{};///< bit (symbol & 255)
-  std::uint16_t min_uses = 0;                  ///< pattern
-  std::uint64_t rank_mask = ~std::uint64_t{0}; ///< input: allowed ranks of run 0 (bit r; 63 = >= 63)
-  std::uint32_t dtype_mask = ~std::uint32_t{0};///< input: allowed dtypes of run 0
-  bool need_aliased = false;                   ///< input
-  bool need_state = false;                     ///< input: some input condition reads the anchor's state
+  bool need_producer = false;                    ///< pattern: the anchor is produced by a pattern node
+  bool any_producer = true;                      ///< no restriction on the producer's kind
+  std::array<std::uint64_t, 4> producer_mask{};  ///< bit (symbol & 255)
+  std::uint16_t min_uses = 0;                    ///< pattern
+  std::uint64_t rank_mask = ~std::uint64_t{0};   ///< input: allowed ranks of run 0 (bit r; 63 = >= 63)
+  std::uint32_t dtype_mask = ~std::uint32_t{0};  ///< input: allowed dtypes of run 0
+  bool need_aliased = false;                     ///< input
+  bool need_state = false;                       ///< input: some input condition reads the anchor's state
 };
 
 /// Per-edge facts read by the prefilter; built once per graph (`summarize`).
@@ -117,26 +117,26 @@ struct template_arg {
   enum class kind : std::uint8_t { value, param, constant, expr, forward };
   kind k = kind::constant;
   std::uint32_t slot = 0;
-  std::uint32_t index = 0;                      ///< forward: the argument's position
-  attr_value constant;                          ///< for dtype/device/... words: the word
-  dsl::type type;                               ///< the checked type of the argument
+  std::uint32_t index = 0;  ///< forward: the argument's position
+  attr_value constant;      ///< for dtype/device/... words: the word
+  dsl::type type;           ///< the checked type of the argument
   std::optional<program> expr;
 };
 
 struct replacement_node {
-  std::string op;                      ///< "aten::clone", or "tfg::reshape_like" (a helper)
-  std::uint32_t op_symbol = 0;         ///< 0 when `op_param` is used
+  std::string op;                         ///< "aten::clone", or "tfg::reshape_like" (a helper)
+  std::uint32_t op_symbol = 0;            ///< 0 when `op_param` is used
   std::optional<std::uint32_t> op_param;  ///< `%z = $act(...)`: parameter slot holding the op
-  bool helper = false;                 ///< a `tfg::` shape-adaptation helper (dsl::helpers)
+  bool helper = false;                    ///< a `tfg::` shape-adaptation helper (dsl::helpers)
   std::vector<template_arg> args;
   std::vector<std::uint32_t> outputs;  ///< value slots of the new values
 };
 
 struct rewire_directive {
-  std::uint32_t source = 0;            ///< pattern value slot
-  bool all = true;                     ///< consumers(%x) vs consumer(%x, which)
-  std::optional<template_arg> which;   ///< int expression, or a value (the consumer's result)
-  std::uint32_t target = 0;            ///< value slot
+  std::uint32_t source = 0;           ///< pattern value slot
+  bool all = true;                    ///< consumers(%x) vs consumer(%x, which)
+  std::optional<template_arg> which;  ///< int expression, or a value (the consumer's result)
+  std::uint32_t target = 0;           ///< value slot
 };
 
 /// The replacement, applied as: insert `nodes` in order, then `rewires`, then `deletes`
@@ -158,9 +158,9 @@ struct compiled_operator {
   std::optional<double> atol, rtol;
   std::string requires_device;  ///< "cuda" for `requires cuda`; "" when any machine will do
 
-  std::vector<std::string> values;      ///< value slots: pattern values first, then replacement
+  std::vector<std::string> values;  ///< value slots: pattern values first, then replacement
   std::uint32_t pattern_value_count = 0;
-  std::uint32_t anchor = 0;             ///< value slot of the anchor
+  std::uint32_t anchor = 0;  ///< value slot of the anchor
   std::vector<compiled_param> params;
   /// Some parameter is sampled (not bound by matching): `evaluate_constraints` may redraw.
   bool sampled_params = false;
@@ -174,8 +174,8 @@ struct compiled_operator {
   bool replacement_reads_state = false;
 
   prefilter pre;
-  std::vector<pattern_node> pattern;    ///< nodes; empty: the anchor edge alone
-  std::vector<match_step> steps;        ///< search order (anchor outwards)
+  std::vector<pattern_node> pattern;  ///< nodes; empty: the anchor edge alone
+  std::vector<match_step> steps;      ///< search order (anchor outwards)
   std::vector<program> pattern_conditions;
   std::vector<program> input, internal, output;
   replacement_template replacement;
@@ -200,8 +200,8 @@ struct compiled_requirement {
   std::uint32_t value_slots = 0, const_slots = 0;
   bool rest = false;
   std::vector<program> conditions;
-  std::string where;                    ///< "file:line:col"
-  std::string nan_rule;                 ///< `propagates nan RULE` ("" none); "RULE@K" with `from` (operand K)
+  std::string where;     ///< "file:line:col"
+  std::string nan_rule;  ///< `propagates nan RULE` ("" none); "RULE@K" with `from` (operand K)
 };
 
 /// Requirements by op symbol; alternatives in declaration order.
@@ -209,8 +209,8 @@ struct requirement_table {
   std::unordered_map<std::uint32_t, std::vector<compiled_requirement>> by_op;
   /// Op kind -> its NaN-propagation rule (the first declaration of the kind that states one).
   std::map<std::string, std::string, std::less<>> nan_rules;
-  [[nodiscard]] std::vector<compiled_requirement> const* find(std::uint32_t op) const {
-    auto const it = by_op.find(op);
+  [[nodiscard]] const std::vector<compiled_requirement>* find(std::uint32_t op) const {
+    const auto it = by_op.find(op);
     return it == by_op.end() ? nullptr : &it->second;
   }
 };
@@ -235,11 +235,12 @@ inline val word_value(std::string_view w) {
     v.k = vk::none;
     return v;
   }
-  if (auto const d = state::parse_dtype(w)) return val::code(vk::dtype, static_cast<std::int64_t>(*d));
+  if (const auto d = state::parse_dtype(w)) return val::code(vk::dtype, static_cast<std::int64_t>(*d));
   if (w == "cpu") return val::code(vk::device, static_cast<std::int64_t>(state::device_kind::cpu));
   if (w == "cuda") return val::code(vk::device, static_cast<std::int64_t>(state::device_kind::cuda));
   if (w == "strided") return val::code(vk::layout, static_cast<std::int64_t>(state::layout::strided));
-  if (w == "sparse_coo" || w == "sparse_csr") return val::code(vk::layout, static_cast<std::int64_t>(state::layout::sparse));
+  if (w == "sparse_coo" || w == "sparse_csr")
+    return val::code(vk::layout, static_cast<std::int64_t>(state::layout::sparse));
   if (w == "mkldnn") return val::code(vk::layout, static_cast<std::int64_t>(state::layout::mkldnn));
   constexpr std::string_view fmts[] = {"contiguous_format", "channels_last_format", "channels_last_3d_format",
                                        "preserve_format"};
@@ -252,12 +253,12 @@ inline val word_value(std::string_view w) {
 
 class compiler {
  public:
-  compiler(symbol_table& syms, extern_registry const& ext, std::string file)
+  compiler(symbol_table& syms, const extern_registry& ext, std::string file)
       : syms_(syms), ext_(ext), file_(std::move(file)) {}
 
   std::vector<dsl::diagnostic> diags;
 
-  compiled_operator compile_operator(dsl::operator_decl const& op) {
+  compiled_operator compile_operator(const dsl::operator_decl& op) {
     compiled_operator c;
     c.name = op.name.text;
     c.file = file_;
@@ -272,7 +273,7 @@ class compiler {
     params_.clear();
     op_ = &c;
 
-    for (auto const& p : op.params) {
+    for (const auto& p : op.params) {
       compiled_param cp;
       cp.name = p.name.text;
       cp.type = p.resolved;
@@ -283,7 +284,7 @@ class compiler {
         if (dsl::is_number_literal(p.domain_values[0])) cp.lo = literal_attr(p.domain_values[0], p.resolved.kind);
         if (dsl::is_number_literal(p.domain_values[1])) cp.hi = literal_attr(p.domain_values[1], p.resolved.kind);
       } else if (p.domain == dsl::domain_kind::set) {
-        for (auto const& m : p.domain_values) cp.members.push_back(literal_attr(m, p.resolved.kind));
+        for (const auto& m : p.domain_values) cp.members.push_back(literal_attr(m, p.resolved.kind));
       } else if (p.resolved.kind == dsl::type_kind::boolean) {
         cp.domain = dsl::domain_kind::set;
         cp.members = {false, true};
@@ -295,49 +296,49 @@ class compiler {
     // Pattern values: anchor first, then in order of appearance.
     if (op.anchor) slot_of(op.anchor->text);
     if (op.pattern) {
-      for (auto const& n : op.pattern->nodes) {
-        for (auto const& r : n.results) slot_of(r.text);
-        for (auto const& a : n.args) collect_values(a);
+      for (const auto& n : op.pattern->nodes) {
+        for (const auto& r : n.results) slot_of(r.text);
+        for (const auto& a : n.args) collect_values(a);
       }
     }
     c.pattern_value_count = static_cast<std::uint32_t>(c.values.size());
     c.anchor = 0;
 
     if (op.pattern) {
-      for (auto const& n : op.pattern->nodes) c.pattern.push_back(compile_pattern_node(n));
-      for (auto const& e : op.pattern->conditions) c.pattern_conditions.push_back(compile_expr(e));
+      for (const auto& n : op.pattern->nodes) c.pattern.push_back(compile_pattern_node(n));
+      for (const auto& e : op.pattern->conditions) c.pattern_conditions.push_back(compile_expr(e));
     }
     order_steps(c);
 
     // Replacement values get slots after the pattern values.
     if (op.replace) {
-      for (auto const& n : op.replace->nodes)
-        for (auto const& r : n.results) slot_of(r.text);
+      for (const auto& n : op.replace->nodes)
+        for (const auto& r : n.results) slot_of(r.text);
       compile_replacement(*op.replace, c.replacement);
     }
     // Computed parameter bounds (after the pattern's slots; they read pattern values only).
     // Both bounds become programs, a literal side too: one code path when sampling.
     for (std::size_t i = 0; i < op.params.size(); ++i) {
-      auto const& p = op.params[i];
+      const auto& p = op.params[i];
       if (p.domain != dsl::domain_kind::range || p.domain_values.size() != 2 ||
           std::all_of(p.domain_values.begin(), p.domain_values.end(), dsl::is_number_literal))
         continue;
       c.params[i].lo_expr = std::make_shared<const program>(compile_expr(p.domain_values[0]));
-      c.params[i].hi_expr = p.derived ? c.params[i].lo_expr
-                                      : std::make_shared<const program>(compile_expr(p.domain_values[1]));
+      c.params[i].hi_expr =
+          p.derived ? c.params[i].lo_expr : std::make_shared<const program>(compile_expr(p.domain_values[1]));
     }
     if (op.require_input)
-      for (auto const& e : op.require_input->conditions) c.input.push_back(compile_expr(e));
+      for (const auto& e : op.require_input->conditions) c.input.push_back(compile_expr(e));
     if (op.require_internal)
-      for (auto const& e : op.require_internal->conditions) c.internal.push_back(compile_expr(e));
+      for (const auto& e : op.require_internal->conditions) c.internal.push_back(compile_expr(e));
     if (op.require_output)
-      for (auto const& e : op.require_output->conditions) c.output.push_back(compile_expr(e));
+      for (const auto& e : op.require_output->conditions) c.output.push_back(compile_expr(e));
     build_prefilter(op, c);
-    for (auto const& p : c.params)
+    for (const auto& p : c.params)
       c.sampled_params = c.sampled_params || (!p.bound_by_match && !p.derived && p.domain != dsl::domain_kind::none);
     // Which constraints and replacement expressions a redraw of the sampled parameters can
     // change (evaluate_constraints re-evaluates only those per draw).
-    auto const program_reads_sampled = [&](program const& p) {
+    const auto program_reads_sampled = [&](const program& p) {
       for (auto const& n : p.nodes)
         if (n.op == pop::param && n.slot < c.params.size() && !c.params[n.slot].bound_by_match &&
             !c.params[n.slot].derived)
@@ -346,31 +347,33 @@ class compiler {
     };
     for (auto* progs : {&c.input, &c.internal, &c.output})
       for (auto& prog : *progs) prog.reads_sampled = program_reads_sampled(prog);
-    for (auto const& rn : c.replacement.nodes)
-      for (auto const& t : rn.args)
-        if (t.k == template_arg::kind::expr && t.expr && program_reads_sampled(*t.expr)) c.replacement_reads_sampled = true;
-    for (auto const& rw : c.replacement.rewires)
-      if (rw.which && rw.which->k == template_arg::kind::expr && rw.which->expr && program_reads_sampled(*rw.which->expr))
+    for (const auto& rn : c.replacement.nodes)
+      for (const auto& t : rn.args)
+        if (t.k == template_arg::kind::expr && t.expr && program_reads_sampled(*t.expr))
+          c.replacement_reads_sampled = true;
+    for (const auto& rw : c.replacement.rewires)
+      if (rw.which && rw.which->k == template_arg::kind::expr && rw.which->expr &&
+          program_reads_sampled(*rw.which->expr))
         c.replacement_reads_sampled = true;
-    for (auto const& rn : c.replacement.nodes) {
+    for (const auto& rn : c.replacement.nodes) {
       if (rn.helper && rn.op == "tfg::reshape_like") c.replacement_reads_state = true;
-      for (auto const& t : rn.args)
+      for (const auto& t : rn.args)
         if (t.k == template_arg::kind::expr && t.expr && t.expr->reads_state) c.replacement_reads_state = true;
     }
-    for (auto const& rw : c.replacement.rewires)
+    for (const auto& rw : c.replacement.rewires)
       if (rw.which && rw.which->k == template_arg::kind::expr && rw.which->expr && rw.which->expr->reads_state)
         c.replacement_reads_state = true;
     op_ = nullptr;
     return c;
   }
 
-  compiled_requirement compile_requirement(dsl::requirement_decl const& rq) {
+  compiled_requirement compile_requirement(const dsl::requirement_decl& rq) {
     compiled_requirement r;
     r.op = rq.op.text;
     r.where = file_ + ":" + std::to_string(rq.loc.line) + ":" + std::to_string(rq.loc.col);
     req_values_.clear();
     req_consts_.clear();
-    for (auto const& a : rq.args) {
+    for (const auto& a : rq.args) {
       r.args.push_back(a.kind);
       std::uint32_t slot = UINT32_MAX;
       switch (a.kind) {
@@ -394,14 +397,14 @@ class compiler {
       r.arg_slot.pop_back();
     }
     in_requirement_ = true;
-    for (auto const& e : rq.conditions) r.conditions.push_back(compile_expr(e));
+    for (const auto& e : rq.conditions) r.conditions.push_back(compile_expr(e));
     in_requirement_ = false;
     return r;
   }
 
   /// Compiles `e`; value and parameter names resolve against the current operator or
   /// requirement.
-  program compile_expr(dsl::expr const& e) {
+  program compile_expr(const dsl::expr& e) {
     program p;
     p.strings = std::make_shared<std::deque<std::string>>();
     p.text = file_ + ":" + std::to_string(e.loc.line) + ":" + std::to_string(e.loc.col);
@@ -410,7 +413,7 @@ class compiler {
     std::sort(p.slots.begin(), p.slots.end());
     p.slots.erase(std::unique(p.slots.begin(), p.slots.end()), p.slots.end());
     if (op_)
-      for (auto const s : p.slots)
+      for (const auto s : p.slots)
         if (s >= op_->pattern_value_count) p.needs_probe = true;
     mark_fast(p, [&](std::uint32_t slot) {
       return op_ && !in_requirement_ && slot < op_->params.size() &&
@@ -423,7 +426,7 @@ class compiler {
 
  private:
   symbol_table& syms_;
-  extern_registry const& ext_;
+  const extern_registry& ext_;
   std::string file_;
   compiled_operator* op_ = nullptr;
   program* prog_ = nullptr;
@@ -435,19 +438,19 @@ class compiler {
     diags.push_back(dsl::make_error(code, loc, std::move(msg)));
   }
 
-  std::uint32_t slot_of(std::string const& name) {
-    auto const [it, fresh] = values_.emplace(name, static_cast<std::uint32_t>(op_->values.size()));
+  std::uint32_t slot_of(const std::string& name) {
+    const auto [it, fresh] = values_.emplace(name, static_cast<std::uint32_t>(op_->values.size()));
     if (fresh) op_->values.push_back(name);
     return it->second;
   }
-  void collect_values(dsl::expr const& a) {
+  void collect_values(const dsl::expr& a) {
     if (a.kind == dsl::expr_kind::value) slot_of(a.text);
     if (a.kind == dsl::expr_kind::list)
-      for (auto const& x : a.args) collect_values(x);
+      for (const auto& x : a.args) collect_values(x);
   }
 
   /// A literal expression as an attr_value (dtype and other words stay words).
-  attr_value literal_attr(dsl::expr const& e, dsl::type_kind want) {
+  attr_value literal_attr(const dsl::expr& e, dsl::type_kind want) {
     switch (e.kind) {
       case dsl::expr_kind::int_literal:
         if (want == dsl::type_kind::floating) return static_cast<double>(e.int_value);
@@ -462,22 +465,22 @@ class compiler {
         return e.text;
       case dsl::expr_kind::list: {
         bool any_float = false;
-        for (auto const& x : e.args) any_float = any_float || x.kind == dsl::expr_kind::float_literal;
+        for (const auto& x : e.args) any_float = any_float || x.kind == dsl::expr_kind::float_literal;
         if (any_float) {
           std::vector<double> v;
-          for (auto const& x : e.args)
+          for (const auto& x : e.args)
             v.push_back(x.kind == dsl::expr_kind::float_literal ? x.float_value : static_cast<double>(x.int_value));
           return v;
         }
         std::vector<std::int64_t> v;
-        for (auto const& x : e.args) v.push_back(x.int_value);
+        for (const auto& x : e.args) v.push_back(x.int_value);
         return v;
       }
       default: return std::monostate{};
     }
   }
 
-  pattern_arg compile_pattern_arg(dsl::expr const& a) {
+  pattern_arg compile_pattern_arg(const dsl::expr& a) {
     pattern_arg pa;
     switch (a.kind) {
       case dsl::expr_kind::value:
@@ -494,14 +497,13 @@ class compiler {
       }
       case dsl::expr_kind::list: {
         bool plain = true;
-        for (auto const& x : a.args)
-          plain = plain && dsl::is_number_literal(x);
+        for (const auto& x : a.args) plain = plain && dsl::is_number_literal(x);
         if (plain) {
           pa.k = pattern_arg::kind::literal;
           pa.literal = literal_attr(a, dsl::type_kind::unknown);
         } else {
           pa.k = pattern_arg::kind::list;
-          for (auto const& x : a.args) pa.items.push_back(compile_pattern_arg(x));
+          for (const auto& x : a.args) pa.items.push_back(compile_pattern_arg(x));
         }
         break;
       }
@@ -515,7 +517,7 @@ class compiler {
     return pa;
   }
 
-  pattern_node compile_pattern_node(dsl::ir_node const& n) {
+  pattern_node compile_pattern_node(const dsl::ir_node& n) {
     pattern_node pn;
     switch (n.op.kind) {
       case dsl::op_spec_kind::any: pn.how = pattern_node::op_kind::any; break;
@@ -526,23 +528,23 @@ class compiler {
         break;
       case dsl::op_spec_kind::names:
         pn.how = pattern_node::op_kind::names;
-        for (auto const& s : n.op.names) pn.symbols.push_back(syms_.intern(s.text));
+        for (const auto& s : n.op.names) pn.symbols.push_back(syms_.intern(s.text));
         break;
     }
-    for (auto const& a : n.args) {
+    for (const auto& a : n.args) {
       if (a.kind == dsl::expr_kind::ellipsis) {
         pn.ellipsis = true;
         continue;
       }
       pn.args.push_back(compile_pattern_arg(a));
     }
-    for (auto const& r : n.results) pn.results.push_back(slot_of(r.text));
+    for (const auto& r : n.results) pn.results.push_back(slot_of(r.text));
     return pn;
   }
 
-  static void arg_slots(pattern_arg const& a, std::vector<std::uint32_t>& out) {
+  static void arg_slots(const pattern_arg& a, std::vector<std::uint32_t>& out) {
     if (a.k == pattern_arg::kind::value) out.push_back(a.slot);
-    for (auto const& x : a.items) arg_slots(x, out);
+    for (const auto& x : a.items) arg_slots(x, out);
   }
 
   /// Orders pattern nodes from the anchor outwards; prefers producer steps.
@@ -553,7 +555,7 @@ class compiler {
       std::optional<match_step> best;
       for (std::uint32_t i = 0; i < c.pattern.size() && !best; ++i) {
         if (placed[i]) continue;
-        for (auto const r : c.pattern[i].results)
+        for (const auto r : c.pattern[i].results)
           if (bound[r]) {
             best = match_step{i, r, true};
             break;
@@ -562,8 +564,8 @@ class compiler {
       for (std::uint32_t i = 0; i < c.pattern.size() && !best; ++i) {
         if (placed[i]) continue;
         std::vector<std::uint32_t> s;
-        for (auto const& a : c.pattern[i].args) arg_slots(a, s);
-        for (auto const v : s)
+        for (const auto& a : c.pattern[i].args) arg_slots(a, s);
+        for (const auto v : s)
           if (bound[v]) {
             best = match_step{i, v, false};
             break;
@@ -573,15 +575,15 @@ class compiler {
       placed[best->node] = true;
       ++done;
       c.steps.push_back(*best);
-      auto const& pn = c.pattern[best->node];
-      for (auto const r : pn.results) bound[r] = true;
+      const auto& pn = c.pattern[best->node];
+      for (const auto r : pn.results) bound[r] = true;
       std::vector<std::uint32_t> s;
-      for (auto const& a : pn.args) arg_slots(a, s);
-      for (auto const v : s) bound[v] = true;
+      for (const auto& a : pn.args) arg_slots(a, s);
+      for (const auto v : s) bound[v] = true;
     }
   }
 
-  template_arg compile_template_arg(dsl::expr const& e) {
+  template_arg compile_template_arg(const dsl::expr& e) {
     template_arg t;
     t.type = e.resolved;
     switch (e.kind) {
@@ -603,8 +605,7 @@ class compiler {
         return t;
       case dsl::expr_kind::list: {
         bool plain = true;
-        for (auto const& x : e.args)
-          plain = plain && dsl::is_number_literal(x);
+        for (const auto& x : e.args) plain = plain && dsl::is_number_literal(x);
         if (plain) {
           t.k = template_arg::kind::constant;
           t.constant = literal_attr(e, dsl::type_kind::unknown);
@@ -627,8 +628,8 @@ class compiler {
     return t;
   }
 
-  void compile_replacement(dsl::replace_block const& rb, replacement_template& out) {
-    for (auto const& n : rb.nodes) {
+  void compile_replacement(const dsl::replace_block& rb, replacement_template& out) {
+    for (const auto& n : rb.nodes) {
       replacement_node rn;
       if (n.op.kind == dsl::op_spec_kind::param) {
         rn.op_param = params_.at(n.op.param.text);
@@ -637,11 +638,11 @@ class compiler {
         rn.op_symbol = syms_.intern(rn.op);
         rn.helper = dsl::find_helper(rn.op) != nullptr;
       }
-      for (auto const& a : n.args) rn.args.push_back(compile_template_arg(a));
-      for (auto const& r : n.results) rn.outputs.push_back(slot_of(r.text));
+      for (const auto& a : n.args) rn.args.push_back(compile_template_arg(a));
+      for (const auto& r : n.results) rn.outputs.push_back(slot_of(r.text));
       out.nodes.push_back(std::move(rn));
     }
-    for (auto const& rw : rb.rewires) {
+    for (const auto& rw : rb.rewires) {
       rewire_directive d;
       d.source = slot_of(rw.source.text);
       d.all = rw.all;
@@ -649,7 +650,7 @@ class compiler {
       d.target = slot_of(rw.target.text);
       out.rewires.push_back(std::move(d));
     }
-    for (auto const& d : rb.deletes) out.deletes.push_back(slot_of(d.target.text));
+    for (const auto& d : rb.deletes) out.deletes.push_back(slot_of(d.target.text));
   }
 
   // ---- expressions ---------------------------------------------------------------------------
@@ -658,16 +659,16 @@ class compiler {
     prog_->nodes.push_back(n);
     return static_cast<std::uint32_t>(prog_->nodes.size() - 1);
   }
-  std::uint32_t emit_kids(std::vector<dsl::expr> const& args, pnode& n) {
+  std::uint32_t emit_kids(const std::vector<dsl::expr>& args, pnode& n) {
     std::vector<std::uint32_t> ks;
-    for (auto const& a : args) ks.push_back(emit(a));
+    for (const auto& a : args) ks.push_back(emit(a));
     n.first = static_cast<std::uint32_t>(prog_->kids.size());
     n.count = static_cast<std::uint32_t>(ks.size());
     prog_->kids.insert(prog_->kids.end(), ks.begin(), ks.end());
     return n.first;
   }
 
-  std::uint32_t emit(dsl::expr const& e) {
+  std::uint32_t emit(const dsl::expr& e) {
     pnode n;
     switch (e.kind) {
       case dsl::expr_kind::int_literal: n.lit = val::integer(e.int_value); return push(n);
@@ -683,7 +684,7 @@ class compiler {
       case dsl::expr_kind::value: {
         n.op = pop::value;
         if (in_requirement_) {
-          auto const it = req_values_.find(e.text);
+          const auto it = req_values_.find(e.text);
           n.slot = it == req_values_.end() ? 0 : it->second;
         } else {
           n.slot = slot_of(e.text);
@@ -694,10 +695,10 @@ class compiler {
       case dsl::expr_kind::param: {
         n.op = pop::param;
         if (in_requirement_) {
-          auto const it = req_consts_.find(e.text);
+          const auto it = req_consts_.find(e.text);
           n.slot = it == req_consts_.end() ? 0 : it->second;
         } else {
-          auto const it = params_.find(e.text);
+          const auto it = params_.find(e.text);
           n.slot = it == params_.end() ? 0 : it->second;
         }
         return push(n);
@@ -708,7 +709,7 @@ class compiler {
         emit_kids(e.args, n);
         return push(n);
       case dsl::expr_kind::call: {
-        if (auto const* b = dsl::find_builtin(e.text)) {
+        if (const auto* b = dsl::find_builtin(e.text)) {
           n.op = pop::call;
           n.fn = static_cast<bfn>(b - dsl::builtins.data());
           if (b->use == dsl::builtin_use::state) prog_->reads_state = true;
@@ -763,11 +764,11 @@ class compiler {
 
   // ---- prefilter ----------------------------------------------------------------------------
 
-  static bool is_anchor_call(dsl::expr const& e, char const* fn, std::string const& anchor) {
+  static bool is_anchor_call(const dsl::expr& e, const char* fn, const std::string& anchor) {
     return e.kind == dsl::expr_kind::call && e.text == fn && e.args.size() == 1 &&
            e.args[0].kind == dsl::expr_kind::value && e.args[0].text == anchor;
   }
-  static void conjuncts(dsl::expr const& e, std::vector<dsl::expr const*>& out) {
+  static void conjuncts(const dsl::expr& e, std::vector<const dsl::expr*>& out) {
     if (e.kind == dsl::expr_kind::binary && e.op == dsl::op_code::logical_and) {
       conjuncts(e.args[0], out);
       conjuncts(e.args[1], out);
@@ -775,69 +776,72 @@ class compiler {
       out.push_back(&e);
     }
   }
-  static bool mentions_only(dsl::expr const& e, std::string const& v) {
+  static bool mentions_only(const dsl::expr& e, const std::string& v) {
     if (e.kind == dsl::expr_kind::value) return e.text == v;
     if (e.kind == dsl::expr_kind::param) return false;
     if (e.kind == dsl::expr_kind::call && !dsl::find_builtin(e.text)) return false;
-    for (auto const& a : e.args)
+    for (const auto& a : e.args)
       if (!mentions_only(a, v)) return false;
     return true;
   }
-  static bool reads_state(dsl::expr const& e) {
+  static bool reads_state(const dsl::expr& e) {
     if (e.kind == dsl::expr_kind::call) {
-      auto const* b = dsl::find_builtin(e.text);
+      const auto* b = dsl::find_builtin(e.text);
       if (!b || b->use == dsl::builtin_use::state) return true;
     }
-    for (auto const& a : e.args)
+    for (const auto& a : e.args)
       if (reads_state(a)) return true;
     return false;
   }
-  static bool mentions(dsl::expr const& e, std::string const& v) {
+  static bool mentions(const dsl::expr& e, const std::string& v) {
     if (e.kind == dsl::expr_kind::value) return e.text == v;
-    for (auto const& a : e.args)
+    for (const auto& a : e.args)
       if (mentions(a, v)) return true;
     return false;
   }
 
-  void build_prefilter(dsl::operator_decl const& op, compiled_operator& c) {
+  void build_prefilter(const dsl::operator_decl& op, compiled_operator& c) {
     auto& p = c.pre;
     std::string const anchor = c.values.empty() ? std::string() : c.values[c.anchor];
     // Pattern: the producer of the anchor, and the pattern nodes reading it.
     std::uint16_t readers = 0;
-    for (auto const& pn : c.pattern) {
-      for (auto const r : pn.results)
+    for (const auto& pn : c.pattern) {
+      for (const auto r : pn.results)
         if (r == c.anchor) {
           p.need_producer = true;
           if (pn.how == pattern_node::op_kind::names) {
             p.any_producer = false;
-            for (auto const s : pn.symbols) p.producer_mask[(s & 255) >> 6] |= std::uint64_t{1} << (s & 63);
+            for (const auto s : pn.symbols) p.producer_mask[(s & 255) >> 6] |= std::uint64_t{1} << (s & 63);
           }
         }
       std::vector<std::uint32_t> s;
-      for (auto const& a : pn.args) arg_slots(a, s);
+      for (const auto& a : pn.args) arg_slots(a, s);
       if (std::find(s.begin(), s.end(), c.anchor) != s.end()) ++readers;
     }
     p.min_uses = readers;
     if (op.pattern)
-      for (auto const& cond : op.pattern->conditions) {
-        std::vector<dsl::expr const*> cs;
+      for (const auto& cond : op.pattern->conditions) {
+        std::vector<const dsl::expr*> cs;
         conjuncts(cond, cs);
-        for (auto const* x : cs) {
+        for (const auto* x : cs) {
           if (x->kind != dsl::expr_kind::binary || x->args[1].kind != dsl::expr_kind::int_literal) continue;
-          bool const lhs = is_anchor_call(x->args[0], "uses", anchor) || is_anchor_call(x->args[0], "consumers", anchor);
+          const bool lhs =
+              is_anchor_call(x->args[0], "uses", anchor) || is_anchor_call(x->args[0], "consumers", anchor);
           if (!lhs) continue;
           std::int64_t k = x->args[1].int_value;
           if (x->op == dsl::op_code::gt) ++k;
           if (x->op != dsl::op_code::ge && x->op != dsl::op_code::gt && x->op != dsl::op_code::eq) continue;
-          if (k > 0) p.min_uses = std::max<std::uint16_t>(p.min_uses, static_cast<std::uint16_t>(std::min<std::int64_t>(k, 65535)));
+          if (k > 0)
+            p.min_uses =
+                std::max<std::uint16_t>(p.min_uses, static_cast<std::uint16_t>(std::min<std::int64_t>(k, 65535)));
         }
       }
     // Input: conjuncts over the anchor alone.
     if (!op.require_input) return;
-    for (auto const& cond : op.require_input->conditions) {
-      std::vector<dsl::expr const*> cs;
+    for (const auto& cond : op.require_input->conditions) {
+      std::vector<const dsl::expr*> cs;
       conjuncts(cond, cs);
-      for (auto const* x : cs) {
+      for (const auto* x : cs) {
         if (!mentions_only(*x, anchor) || !mentions(*x, anchor) || !reads_state(*x)) continue;
         p.need_state = true;
         if (is_anchor_call(*x, "aliased", anchor)) p.need_aliased = true;
@@ -845,18 +849,18 @@ class compiler {
           p.dtype_mask &= (1u << static_cast<int>(state::dtype::f16)) | (1u << static_cast<int>(state::dtype::bf16)) |
                           (1u << static_cast<int>(state::dtype::f32)) | (1u << static_cast<int>(state::dtype::f64));
         if (x->kind != dsl::expr_kind::binary) continue;
-        auto const& l = x->args[0];
-        auto const& r = x->args[1];
+        const auto& l = x->args[0];
+        const auto& r = x->args[1];
         if (is_anchor_call(l, "rank", anchor)) {
           std::uint64_t m = 0;
-          if (x->op == dsl::op_code::eq && r.kind == dsl::expr_kind::int_literal && r.int_value >= 0 && r.int_value < 63)
+          if (x->op == dsl::op_code::eq && r.kind == dsl::expr_kind::int_literal && r.int_value >= 0 &&
+              r.int_value < 63)
             m = std::uint64_t{1} << r.int_value;
           else if (x->op == dsl::op_code::in && (r.kind == dsl::expr_kind::set || r.kind == dsl::expr_kind::list)) {
-            for (auto const& v : r.args)
+            for (const auto& v : r.args)
               if (v.kind == dsl::expr_kind::int_literal && v.int_value >= 0 && v.int_value < 63)
                 m |= std::uint64_t{1} << v.int_value;
-              else
-                m = ~std::uint64_t{0};
+              else m = ~std::uint64_t{0};
           } else {
             continue;
           }
@@ -864,16 +868,15 @@ class compiler {
         }
         if (is_anchor_call(l, "dtype", anchor)) {
           std::uint32_t m = 0;
-          auto add = [&](dsl::expr const& v) {
+          auto add = [&](const dsl::expr& v) {
             auto const d = v.kind == dsl::expr_kind::name ? state::parse_dtype(v.text) : std::nullopt;
             if (d) m |= 1u << static_cast<int>(*d);
             else m = ~0u;
           };
           if (x->op == dsl::op_code::eq) add(r);
           else if (x->op == dsl::op_code::in && (r.kind == dsl::expr_kind::set || r.kind == dsl::expr_kind::list))
-            for (auto const& v : r.args) add(v);
-          else
-            continue;
+            for (const auto& v : r.args) add(v);
+          else continue;
           p.dtype_mask &= m;
         }
       }
@@ -886,18 +889,18 @@ class compiler {
 /// Compiles a checked module (`dsl::parse` reported no error). Diagnostics: E009 for an
 /// extern the registry lacks; E000 for an internal failure. Never throws.
 /// Complexity: linear in the size of the module.
-[[nodiscard]] inline compile_result compile(dsl::module const& m, symbol_table& symbols,
-                                            extern_registry const& externs) noexcept {
+[[nodiscard]] inline compile_result compile(const dsl::module& m, symbol_table& symbols,
+                                            const extern_registry& externs) noexcept {
   compile_result r;
   try {
     detail::compiler c(symbols, externs, m.file_name);
-    for (auto const& op : m.operators) r.operators.push_back(c.compile_operator(op));
-    for (auto const& rq : m.requirements) {
+    for (const auto& op : m.operators) r.operators.push_back(c.compile_operator(op));
+    for (const auto& rq : m.requirements) {
       auto cr = c.compile_requirement(rq);
       cr.nan_rule = rq.nan_rule;
       if (!rq.nan_from.text.empty()) {  // "preserve@K": K = the operand's position among the node's input edges
         int k = 0;
-        for (auto const& a : rq.args) {
+        for (const auto& a : rq.args) {
           if (a.name.text == rq.nan_from.text) break;
           k += a.kind == dsl::req_arg_kind::tensor;
         }
@@ -907,7 +910,7 @@ class compiler {
       r.requirements.by_op[symbols.intern(cr.op)].push_back(std::move(cr));
     }
     r.diagnostics = std::move(c.diags);
-  } catch (std::exception const& e) {
+  } catch (const std::exception& e) {
     try {
       r.diagnostics.push_back(dsl::make_error(dsl::errc::internal, {}, std::string("internal error: ") + e.what()));
     } catch (...) {
@@ -940,9 +943,9 @@ struct splitmix64 {
 /// matching are left as they are. Allocation-free for int/float/bool/op parameters and for
 /// short words (small-string optimisation).
 template <class URBG>
-void sample_params(compiled_operator const& op, URBG& rng, std::vector<attr_value>& params) {
+void sample_params(const compiled_operator& op, URBG& rng, std::vector<attr_value>& params) {
   for (std::size_t i = 0; i < op.params.size(); ++i) {
-    auto const& p = op.params[i];
+    const auto& p = op.params[i];
     if (p.bound_by_match || p.computed_bounds()) continue;  // computed: `sample_site_params`
     if (p.domain == dsl::domain_kind::set && !p.members.empty()) {
       std::uniform_int_distribution<std::size_t> d(0, p.members.size() - 1);
@@ -952,7 +955,7 @@ void sample_params(compiled_operator const& op, URBG& rng, std::vector<attr_valu
         std::uniform_int_distribution<std::int64_t> d(std::get<std::int64_t>(p.lo), std::get<std::int64_t>(p.hi));
         params[i] = d(rng);
       } else {
-        auto num = [](attr_value const& v) {
+        auto num = [](const attr_value& v) {
           if (auto const* x = std::get_if<double>(&v)) return *x;
           if (auto const* x = std::get_if<std::int64_t>(&v)) return static_cast<double>(*x);
           return 0.0;
@@ -966,7 +969,7 @@ void sample_params(compiled_operator const& op, URBG& rng, std::vector<attr_valu
 
 /// Convenience: a fresh parameter vector with the sampled parameters drawn.
 template <class URBG>
-[[nodiscard]] std::vector<attr_value> sample_params(compiled_operator const& op, URBG& rng) {
+[[nodiscard]] std::vector<attr_value> sample_params(const compiled_operator& op, URBG& rng) {
   std::vector<attr_value> params(op.params.size());
   sample_params(op, rng, params);
   return params;

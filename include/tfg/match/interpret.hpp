@@ -24,7 +24,7 @@ class probe_source {
   virtual ~probe_source() = default;
   /// F of replacement value `slot` (an index into `compiled_operator::values`), or null
   /// when the probe did not produce it.
-  [[nodiscard]] virtual state::edge_profile const* profile(std::uint32_t slot) const = 0;
+  [[nodiscard]] virtual const state::edge_profile* profile(std::uint32_t slot) const = 0;
 };
 
 /// Reusable buffers of the evaluator and matcher; one per thread. After warm-up, evaluating
@@ -82,17 +82,17 @@ inline double dtype_tiny_of(state::dtype d) {
 template <class A>
 struct env {
   A const& adapter;
-  std::span<const edge_id> values;                 ///< slot -> edge (no_edge: absent)
-  std::span<const attr_value> params;              ///< param slot -> value
-  std::vector<compiled_param> const* param_info = nullptr;  ///< operator params (null: requirement)
+  std::span<const edge_id> values;                                 ///< slot -> edge (no_edge: absent)
+  std::span<const attr_value> params;                              ///< param slot -> value
+  const std::vector<compiled_param>* param_info = nullptr;         ///< operator params (null: requirement)
   std::span<const std::pair<std::uint32_t, std::uint32_t>> lists;  ///< requirement list slots
   std::span<const edge_id> list_edges;
-  std::uint32_t probe_from = UINT32_MAX;           ///< first slot served by `probe`
-  probe_source const* probe = nullptr;
-  edge_id subst_from = graph::no_edge;             ///< requirement: read `subst_to` for this edge
-  state::edge_profile const* subst_to = nullptr;
+  std::uint32_t probe_from = UINT32_MAX;  ///< first slot served by `probe`
+  const probe_source* probe = nullptr;
+  edge_id subst_from = graph::no_edge;  ///< requirement: read `subst_to` for this edge
+  const state::edge_profile* subst_to = nullptr;
 
-  state::edge_profile const* profile(std::uint32_t slot, edge_id e) const {
+  const state::edge_profile* profile(std::uint32_t slot, edge_id e) const {
     if (probe && slot >= probe_from && slot != UINT32_MAX) return probe->profile(slot);
     if (e == graph::no_edge) return nullptr;
     if (e == subst_from && subst_to) return subst_to;
@@ -101,22 +101,23 @@ struct env {
 #if defined(__GNUC__)
   [[gnu::always_inline]]
 #endif
-  state::tensor_state const* state(val const& t, std::size_t run) const {
+  const state::tensor_state*
+  state(const val& t, std::size_t run) const {
     if (t.k != vk::tensor) return nullptr;
-    auto const* p = profile(t.slot, t.e);
+    const auto* p = profile(t.slot, t.e);
     if (!p || run >= p->runs.size()) return nullptr;
     // An int, float, bool or None edge has no tensor state: `layout(%x) == strided` must not
     // hold for the `16` a `aten::size` returned.
-    auto const k = p->runs[run].kind;
+    const auto k = p->runs[run].kind;
     if (k != state::value_kind::tensor && k != state::value_kind::tensor_list) return nullptr;
     return &p->runs[run];
   }
 };
 
 /// Converts an attr_value to a val of the declared type (for parameters).
-inline val from_attr(attr_value const& a, dsl::type_kind want, std::vector<val>& scratch) {
+inline val from_attr(const attr_value& a, dsl::type_kind want, std::vector<val>& scratch) {
   return std::visit(
-      [&](auto const& x) -> val {
+      [&](const auto& x) -> val {
         using T = std::decay_t<decltype(x)>;
         if constexpr (std::is_same_v<T, std::monostate>) {
           val v;
@@ -152,10 +153,10 @@ inline val from_attr(attr_value const& a, dsl::type_kind want, std::vector<val>&
       a);
 }
 
-inline bool numeric(val const& v) { return v.k == vk::integer || v.k == vk::floating; }
-inline double as_double(val const& v) { return v.k == vk::integer ? static_cast<double>(v.i) : v.f; }
+inline bool numeric(const val& v) { return v.k == vk::integer || v.k == vk::floating; }
+inline double as_double(const val& v) { return v.k == vk::integer ? static_cast<double>(v.i) : v.f; }
 
-inline bool equal(val const& a, val const& b, std::vector<val> const& s) {
+inline bool equal(const val& a, const val& b, const std::vector<val>& s) {
   if (numeric(a) && numeric(b)) {
     if (a.k == vk::integer && b.k == vk::integer) return a.i == b.i;
     return as_double(a) == as_double(b);
@@ -180,7 +181,7 @@ inline bool equal(val const& a, val const& b, std::vector<val> const& s) {
   }
 }
 
-inline bool broadcast_ok(std::vector<std::int64_t> const& a, std::vector<std::int64_t> const& b) {
+inline bool broadcast_ok(const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b) {
   std::size_t const n = std::max(a.size(), b.size());
   for (std::size_t i = 0; i < n; ++i) {
     std::int64_t const x = i < a.size() ? a[a.size() - 1 - i] : 1;
@@ -192,7 +193,7 @@ inline bool broadcast_ok(std::vector<std::int64_t> const& a, std::vector<std::in
 
 /// Whether two schema arguments are the same: one edge, equal constants, or lists of such.
 /// An argument the adapter cannot express is never the same as anything.
-inline bool same_arg(arg_view const& x, arg_view const& y) {
+inline bool same_arg(const arg_view& x, const arg_view& y) {
   if (x.how != y.how) return false;
   switch (x.how) {
     case arg_view::form::edge: return x.edge == y.edge;
@@ -225,12 +226,12 @@ inline bool ipow_checked(std::int64_t b, std::int64_t e, std::int64_t& out) {
 }
 
 template <class A>
-val list_of_ints(std::vector<std::int64_t> const& xs, std::vector<val>& s) {
+val list_of_ints(const std::vector<std::int64_t>& xs, std::vector<val>& s) {
   val v;
   v.k = vk::list;
   v.off = static_cast<std::uint32_t>(s.size());
   v.len = static_cast<std::uint32_t>(xs.size());
-  for (auto const x : xs) s.push_back(val::integer(x));
+  for (const auto x : xs) s.push_back(val::integer(x));
   return v;
 }
 
@@ -238,77 +239,142 @@ template <class A>
 #if defined(__GNUC__)
 [[gnu::noinline]]
 #endif
-val call_builtin(bfn fn, std::span<const val> a, env<A> const& E, std::size_t run, workspace& ws) {
+val call_builtin(bfn fn, std::span<const val> a,  const env<A> & E, std::size_t run, workspace& ws) {
   auto& s = ws.scratch;
-  auto const& g = E.adapter.graph();
+  const auto& g = E.adapter.graph();
   auto st = [&](std::size_t i) { return E.state(a[i], run); };
   auto tensor_edge = [&](std::size_t i) -> edge_id {
-    if (a[i].k != vk::tensor || (E.probe && a[i].slot >= E.probe_from && a[i].slot != UINT32_MAX)) return graph::no_edge;
+    if (a[i].k != vk::tensor || (E.probe && a[i].slot >= E.probe_from && a[i].slot != UINT32_MAX))
+      return graph::no_edge;
     return a[i].e;
   };
   switch (fn) {
     // ---- state
-    case bfn::rank: { auto const* t = st(0); return t ? val::integer(t->rank()) : val::fault(); }
-    case bfn::shape: { auto const* t = st(0); return t ? list_of_ints<A>(t->shape, s) : val::fault(); }
-    case bfn::strides: { auto const* t = st(0); return t ? list_of_ints<A>(t->strides, s) : val::fault(); }
+    case bfn::rank: {
+      const auto* t = st(0);
+      return t ? val::integer(t->rank()) : val::fault();
+    }
+    case bfn::shape: {
+      const auto* t = st(0);
+      return t ? list_of_ints<A>(t->shape, s) : val::fault();
+    }
+    case bfn::strides: {
+      const auto* t = st(0);
+      return t ? list_of_ints<A>(t->strides, s) : val::fault();
+    }
     case bfn::dim: {
-      auto const* t = st(0);
+      const auto* t = st(0);
       if (!t || a[1].k != vk::integer) return val::fault();
       std::int64_t i = a[1].i;
       if (i < 0) i += t->rank();
       if (i < 0 || i >= t->rank()) return val::fault();
       return val::integer(t->shape[static_cast<std::size_t>(i)]);
     }
-    case bfn::numel: { auto const* t = st(0); return t ? val::integer(t->numel) : val::fault(); }
-    case bfn::dtype: { auto const* t = st(0); return t && t->type_known ? val::code(vk::dtype, static_cast<std::int64_t>(t->type)) : val::fault(); }
-    case bfn::is_floating: { auto const* t = st(0); return t && t->type_known ? val::boolean(state::is_floating(t->type)) : val::fault(); }
-    case bfn::device: { auto const* t = st(0); return t ? val::code(vk::device, static_cast<std::int64_t>(t->device.kind)) : val::fault(); }
-    case bfn::layout: { auto const* t = st(0); return t ? val::code(vk::layout, static_cast<std::int64_t>(t->tensor_layout)) : val::fault(); }
-    case bfn::contiguous: { auto const* t = st(0); return t ? val::boolean(t->contiguous) : val::fault(); }
-    case bfn::channels_last: { auto const* t = st(0); return t ? val::boolean(t->format == state::memory_format::channels_last) : val::fault(); }
-    case bfn::storage_offset: { auto const* t = st(0); return t ? val::integer(t->storage_offset) : val::fault(); }
-    case bfn::aliased: { auto const* t = st(0); return t ? val::boolean(t->aliased()) : val::fault(); }
+    case bfn::numel: {
+      const auto* t = st(0);
+      return t ? val::integer(t->numel) : val::fault();
+    }
+    case bfn::dtype: {
+      const auto* t = st(0);
+      return t && t->type_known ? val::code(vk::dtype, static_cast<std::int64_t>(t->type)) : val::fault();
+    }
+    case bfn::is_floating: {
+      const auto* t = st(0);
+      return t && t->type_known ? val::boolean(state::is_floating(t->type)) : val::fault();
+    }
+    case bfn::device: {
+      const auto* t = st(0);
+      return t ? val::code(vk::device, static_cast<std::int64_t>(t->device.kind)) : val::fault();
+    }
+    case bfn::layout: {
+      const auto* t = st(0);
+      return t ? val::code(vk::layout, static_cast<std::int64_t>(t->tensor_layout)) : val::fault();
+    }
+    case bfn::contiguous: {
+      const auto* t = st(0);
+      return t ? val::boolean(t->contiguous) : val::fault();
+    }
+    case bfn::channels_last: {
+      const auto* t = st(0);
+      return t ? val::boolean(t->format == state::memory_format::channels_last) : val::fault();
+    }
+    case bfn::storage_offset: {
+      const auto* t = st(0);
+      return t ? val::integer(t->storage_offset) : val::fault();
+    }
+    case bfn::aliased: {
+      const auto* t = st(0);
+      return t ? val::boolean(t->aliased()) : val::fault();
+    }
     case bfn::same_storage: {
-      auto const *x = st(0), *y = st(1);
+      const auto *x = st(0), *y = st(1);
       return x && y ? val::boolean(x->storage_group == y->storage_group) : val::fault();
     }
-    case bfn::finite: { auto const* t = st(0); return t ? val::boolean(t->numbers.finite()) : val::fault(); }
-    case bfn::has_nan: { auto const* t = st(0); return t ? val::boolean(t->numbers.nan_count > 0) : val::fault(); }
-    case bfn::has_inf: { auto const* t = st(0); return t ? val::boolean(t->numbers.inf_count > 0) : val::fault(); }
-    case bfn::min: { auto const* t = st(0); return t ? val::floating(t->numbers.min) : val::fault(); }
-    case bfn::max: { auto const* t = st(0); return t ? val::floating(t->numbers.max) : val::fault(); }
-    case bfn::mean: { auto const* t = st(0); return t ? val::floating(t->numbers.mean) : val::fault(); }
-    case bfn::max_abs: { auto const* t = st(0); return t ? val::floating(t->numbers.max_abs()) : val::fault(); }
+    case bfn::finite: {
+      const auto* t = st(0);
+      return t ? val::boolean(t->numbers.finite()) : val::fault();
+    }
+    case bfn::has_nan: {
+      const auto* t = st(0);
+      return t ? val::boolean(t->numbers.nan_count > 0) : val::fault();
+    }
+    case bfn::has_inf: {
+      const auto* t = st(0);
+      return t ? val::boolean(t->numbers.inf_count > 0) : val::fault();
+    }
+    case bfn::min: {
+      const auto* t = st(0);
+      return t ? val::floating(t->numbers.min) : val::fault();
+    }
+    case bfn::max: {
+      const auto* t = st(0);
+      return t ? val::floating(t->numbers.max) : val::fault();
+    }
+    case bfn::mean: {
+      const auto* t = st(0);
+      return t ? val::floating(t->numbers.mean) : val::fault();
+    }
+    case bfn::max_abs: {
+      const auto* t = st(0);
+      return t ? val::floating(t->numbers.max_abs()) : val::fault();
+    }
     case bfn::scalar: {
-      auto const* t = st(0);
+      const auto* t = st(0);
       if (!t || !t->type_known || t->numel <= 0 || !(t->numbers.min == t->numbers.max)) return val::fault();
       if (state::is_floating(t->type)) return val::floating(t->numbers.max);
       return val::integer(static_cast<std::int64_t>(std::llround(t->numbers.max)));
     }
-    case bfn::zeros: { auto const* t = st(0); return t ? val::integer(static_cast<std::int64_t>(t->numbers.zero_count)) : val::fault(); }
+    case bfn::zeros: {
+      const auto* t = st(0);
+      return t ? val::integer(static_cast<std::int64_t>(t->numbers.zero_count)) : val::fault();
+    }
     case bfn::equal_values: {
-      auto const *x = st(0), *y = st(1);
+      const auto *x = st(0), *y = st(1);
       if (!x || !y) return val::fault();
       return val::boolean(x->shape == y->shape && x->type == y->type &&
                           x->numbers.content_hash == y->numbers.content_hash);
     }
-    case bfn::requires_grad: { auto const* t = st(0); return t ? val::boolean(t->requires_grad) : val::fault(); }
+    case bfn::requires_grad: {
+      const auto* t = st(0);
+      return t ? val::boolean(t->requires_grad) : val::fault();
+    }
     case bfn::broadcastable: {
-      auto const *x = st(0), *y = st(1);
+      const auto *x = st(0), *y = st(1);
       return x && y ? val::boolean(broadcast_ok(x->shape, y->shape)) : val::fault();
     }
-    case bfn::any_record: return a[0].k == vk::boolean ? a[0] : val::fault();  // evaluated in eval_node
+    case bfn::any_record:
+      return a[0].k == vk::boolean ? a[0] : val::fault();  // evaluated in eval_node
     // ---- structural
     case bfn::uses: {
-      auto const e = tensor_edge(0);
+      const auto e = tensor_edge(0);
       if (e == graph::no_edge) return val::fault();
       return val::integer(static_cast<std::int64_t>(std::ranges::distance(g.consumers(e))));
     }
     case bfn::consumers: {
-      auto const e = tensor_edge(0);
+      const auto e = tensor_edge(0);
       if (e == graph::no_edge) return val::fault();
       std::int64_t n = 0;
-      auto const us = g.consumers(e);
+      const auto us = g.consumers(e);
       for (auto it = us.begin(); it != us.end(); ++it) {
         bool seen = false;
         for (auto jt = us.begin(); jt != it; ++jt) seen = seen || (*jt).node == (*it).node;
@@ -317,31 +383,31 @@ val call_builtin(bfn fn, std::span<const val> a, env<A> const& E, std::size_t ru
       return val::integer(n);
     }
     case bfn::op: {
-      auto const e = tensor_edge(0);
+      const auto e = tensor_edge(0);
       if (e == graph::no_edge) return val::fault();
-      auto const p = g.producer(e);
+      const auto p = g.producer(e);
       return val::code(vk::op, p == graph::no_node ? 0 : static_cast<std::int64_t>(E.adapter.op_symbol(p)));
     }
     case bfn::is_input: {
-      auto const e = tensor_edge(0);
+      const auto e = tensor_edge(0);
       return e == graph::no_edge ? val::fault() : val::boolean(g.producer(e) == graph::no_node);
     }
     case bfn::is_output: {
-      auto const e = tensor_edge(0);
+      const auto e = tensor_edge(0);
       if (e == graph::no_edge) return val::fault();
-      for (auto const o : g.graph_outputs())
+      for (const auto o : g.graph_outputs())
         if (o == e) return val::boolean(true);
       return val::boolean(false);
     }
     case bfn::same_args: {
-      auto const x = tensor_edge(0), y = tensor_edge(1);
+      const auto x = tensor_edge(0), y = tensor_edge(1);
       if (x == graph::no_edge || y == graph::no_edge) return val::fault();
       if (x == y) return val::boolean(true);
-      auto const p = g.producer(x), q = g.producer(y);
+      const auto p = g.producer(x), q = g.producer(y);
       // Graph inputs, and two results of one node, are not one computation done twice.
       if (p == graph::no_node || q == graph::no_node || p == q) return val::boolean(false);
       if (E.adapter.op_symbol(p) != E.adapter.op_symbol(q)) return val::boolean(false);
-      auto const n = E.adapter.arg_count(p);
+      const auto n = E.adapter.arg_count(p);
       if (n != E.adapter.arg_count(q)) return val::boolean(false);
       for (std::size_t i = 0; i < n; ++i)
         if (!same_arg(E.adapter.arg(p, i), E.adapter.arg(q, i))) return val::boolean(false);
@@ -354,7 +420,7 @@ val call_builtin(bfn fn, std::span<const val> a, env<A> const& E, std::size_t ru
       if (a[0].k != vk::list) return val::fault();
       std::int64_t p = 1;
       for (std::uint32_t i = 0; i < a[0].len; ++i) {
-        auto const& x = s[a[0].off + i];
+        const auto& x = s[a[0].off + i];
         if (x.k != vk::integer) return val::fault();
         p *= x.i;
       }
@@ -379,9 +445,12 @@ val call_builtin(bfn fn, std::span<const val> a, env<A> const& E, std::size_t ru
       return val::integer(r);
     }
     case bfn::abs: return numeric(a[0]) ? val::floating(std::fabs(as_double(a[0]))) : val::fault();
-    case bfn::pow2: return a[0].k == vk::integer ? val::floating(std::ldexp(1.0, static_cast<int>(a[0].i))) : val::fault();
-    case bfn::dtype_max: return a[0].k == vk::dtype ? val::floating(dtype_max_of(static_cast<state::dtype>(a[0].i))) : val::fault();
-    case bfn::dtype_tiny: return a[0].k == vk::dtype ? val::floating(dtype_tiny_of(static_cast<state::dtype>(a[0].i))) : val::fault();
+    case bfn::pow2:
+      return a[0].k == vk::integer ? val::floating(std::ldexp(1.0, static_cast<int>(a[0].i))) : val::fault();
+    case bfn::dtype_max:
+      return a[0].k == vk::dtype ? val::floating(dtype_max_of(static_cast<state::dtype>(a[0].i))) : val::fault();
+    case bfn::dtype_tiny:
+      return a[0].k == vk::dtype ? val::floating(dtype_tiny_of(static_cast<state::dtype>(a[0].i))) : val::fault();
     case bfn::count:
     case bfn::nodes: return val::fault();  // expect blocks only (the lead's example runner)
   }
@@ -394,12 +463,24 @@ template <class A>
 #if defined(__GNUC__)
 [[gnu::always_inline]]
 #endif
-inline val builtin1(bfn fn, val const& t, env<A> const& E, std::size_t run, workspace& ws) {
+inline val
+builtin1(bfn fn, const val& t, const env<A>& E, std::size_t run, workspace& ws) {
   switch (fn) {
-    case bfn::rank: case bfn::numel: case bfn::dtype: case bfn::is_floating: case bfn::device:
-    case bfn::layout: case bfn::contiguous: case bfn::channels_last: case bfn::storage_offset:
-    case bfn::aliased: case bfn::finite: case bfn::has_nan: case bfn::has_inf: case bfn::requires_grad: {
-      auto const* s = E.state(t, run);
+    case bfn::rank:
+    case bfn::numel:
+    case bfn::dtype:
+    case bfn::is_floating:
+    case bfn::device:
+    case bfn::layout:
+    case bfn::contiguous:
+    case bfn::channels_last:
+    case bfn::storage_offset:
+    case bfn::aliased:
+    case bfn::finite:
+    case bfn::has_nan:
+    case bfn::has_inf:
+    case bfn::requires_grad: {
+      const auto* s = E.state(t, run);
       if (!s) return val::fault();
       switch (fn) {
         case bfn::rank: return val::integer(s->rank());
@@ -426,7 +507,7 @@ inline val builtin1(bfn fn, val const& t, env<A> const& E, std::size_t run, work
 }
 
 /// A binary value operator (comparison, `in`, arithmetic) over evaluated operands.
-inline val binary(pop op, val const& x, val const& y, workspace& ws) {
+inline val binary(pop op, const val& x, const val& y, workspace& ws) {
   auto& s = ws.scratch;
   if (x.k == vk::fault || y.k == vk::fault) return val::fault();
   switch (op) {
@@ -448,17 +529,17 @@ inline val binary(pop op, val const& x, val const& y, workspace& ws) {
     v.off = static_cast<std::uint32_t>(s.size());
     v.len = x.len + y.len;
     for (std::uint32_t i = 0; i < x.len; ++i) {
-      val const e = s[x.off + i];
+      const val e = s[x.off + i];
       s.push_back(e);
     }
     for (std::uint32_t i = 0; i < y.len; ++i) {
-      val const e = s[y.off + i];
+      const val e = s[y.off + i];
       s.push_back(e);
     }
     return v;
   }
   if (!numeric(x) || !numeric(y)) return ++ws.type_faults, val::fault();
-  bool const ints = x.k == vk::integer && y.k == vk::integer;
+  const bool ints = x.k == vk::integer && y.k == vk::integer;
   switch (op) {
     case pop::lt: return val::boolean(ints ? x.i < y.i : as_double(x) < as_double(y));
     case pop::le: return val::boolean(ints ? x.i <= y.i : as_double(x) <= as_double(y));
@@ -484,7 +565,8 @@ inline bool code_kind(vk k) {
 #if defined(__GNUC__)
 [[gnu::always_inline]]
 #endif
-inline bool equal_fast(val const& a, val const& b, std::vector<val> const& s) {
+inline bool
+equal_fast(const val& a, const val& b, const std::vector<val>& s) {
   if (a.k == b.k && (a.k == vk::integer || code_kind(a.k))) return a.i == b.i;
   return equal(a, b, s);
 }
@@ -494,7 +576,8 @@ inline bool equal_fast(val const& a, val const& b, std::vector<val> const& s) {
 #if defined(__GNUC__)
 [[gnu::always_inline]]
 #endif
-inline val binary_fast(pop op, val const& x, val const& y, workspace& ws) {
+inline val
+binary_fast(pop op, const val& x, const val& y, workspace& ws) {
   if (x.k == y.k && (x.k == vk::integer || (code_kind(x.k) && (op == pop::eq || op == pop::ne)))) {
     switch (op) {
       case pop::eq: return val::boolean(x.i == y.i);
@@ -510,11 +593,11 @@ inline val binary_fast(pop op, val const& x, val const& y, workspace& ws) {
 }
 
 template <class A>
-val eval_node(program const& p, std::uint32_t idx, env<A> const& E, std::size_t run, workspace& ws);
+val eval_node(const program& p, std::uint32_t idx, const env<A>& E, std::size_t run, workspace& ws);
 template <class A>
-val eval_tree(program const& p, std::uint32_t idx, env<A> const& E, std::size_t run, workspace& ws);
+val eval_tree(const program& p, std::uint32_t idx, const env<A>& E, std::size_t run, workspace& ws);
 template <class A>
-std::size_t run_count(program const& p, env<A> const& E);
+std::size_t run_count(const program& p, const env<A>& E);
 
 /// The result of `run_icode`: an integer, a fault, or `bail` (a value at run time is not what
 /// `mark_fast` assumed: the caller evaluates the node with the tree walk instead).
@@ -530,22 +613,22 @@ struct ival {
 /// walk, which then finds the same fault or the value the mark did not foresee. Integer
 /// subtrees have no side effects (no scratch lists, no externs), so walking again is safe.
 template <class A>
-ival run_icode(program const& p, pnode const& n, env<A> const& E, std::size_t run) {
+ival run_icode(const program& p, const pnode& n, const env<A>& E, std::size_t run) {
   using st = ival::st;
   using o = icode::op;
   std::int64_t s[icode_stack];
   std::size_t sp = 0;
   std::uint32_t cached = UINT32_MAX;  // the last value slot read, and its state
-  state::tensor_state const* cst = nullptr;
-  icode const* c = p.icodes.data() + n.code_at;
-  icode const* const end = c + n.code_len;
+  const state::tensor_state* cst = nullptr;
+  const icode* c = p.icodes.data() + n.code_at;
+  const icode* const end = c + n.code_len;
   for (; c != end; ++c) {
     switch (c->o) {
       case o::lit: s[sp++] = c->v; break;
       case o::param: {
         if (c->slot >= E.params.size()) return {0, st::fault};
         if (E.param_info && (*E.param_info)[c->slot].type.kind != dsl::type_kind::integer) return {0, st::bail};
-        auto const* x = std::get_if<std::int64_t>(&E.params[c->slot]);
+        const auto* x = std::get_if<std::int64_t>(&E.params[c->slot]);
         if (!x) return {0, st::bail};
         s[sp++] = *x;
         break;
@@ -554,7 +637,8 @@ ival run_icode(program const& p, pnode const& n, env<A> const& E, std::size_t ru
       case o::numel:
       case o::dim: {
         if (c->slot != cached) {
-          if (!E.lists.empty() && c->slot < E.lists.size() && E.lists[c->slot].second != UINT32_MAX) return {0, st::bail};
+          if (!E.lists.empty() && c->slot < E.lists.size() && E.lists[c->slot].second != UINT32_MAX)
+            return {0, st::bail};
           val t;
           t.k = vk::tensor;
           t.slot = c->slot;
@@ -569,7 +653,7 @@ ival run_icode(program const& p, pnode const& n, env<A> const& E, std::size_t ru
           s[sp++] = static_cast<std::int64_t>(cst->numel);
         } else {
           std::int64_t k = s[sp - 1];
-          auto const r = static_cast<std::int64_t>(cst->rank());
+          const auto r = static_cast<std::int64_t>(cst->rank());
           if (k < 0) k += r;
           if (k < 0 || k >= r) return {0, st::fault};
           s[sp - 1] = cst->shape[static_cast<std::size_t>(k)];
@@ -609,10 +693,10 @@ ival run_icode(program const& p, pnode const& n, env<A> const& E, std::size_t ru
 
 /// `eval_node` for a node with integer code; the tree walk when a value bails.
 template <class A>
-val eval_fast(program const& p, std::uint32_t idx, env<A> const& E, std::size_t run, workspace& ws) {
+val eval_fast(const program& p, std::uint32_t idx, const env<A>& E, std::size_t run, workspace& ws) {
   using st = ival::st;
-  pnode const& n = p.nodes[idx];
-  ival const x = run_icode(p, n, E, run);
+  const pnode& n = p.nodes[idx];
+  const ival x = run_icode(p, n, E, run);
   if (x.s == st::ok) return n.fast == fast_form::int_cmp ? val::boolean(x.v != 0) : val::integer(x.v);
   if (x.s == st::fault) return val::fault();
   return eval_tree(p, idx, E, run, ws);
@@ -623,7 +707,8 @@ template <class A>
 #if defined(__GNUC__)
 [[gnu::always_inline]]
 #endif
-inline val eval_node(program const& p, std::uint32_t idx, env<A> const& E, std::size_t run, workspace& ws) {
+inline val
+eval_node(const program& p, std::uint32_t idx, const env<A>& E, std::size_t run, workspace& ws) {
   if (p.nodes[idx].code_len) return eval_fast(p, idx, E, run, ws);
   return eval_tree(p, idx, E, run, ws);
 }
@@ -633,8 +718,9 @@ template <class A>
 #if defined(__GNUC__)
 [[gnu::always_inline]]
 #endif
-inline bool eval_leaf(program const& p, std::uint32_t idx, env<A> const& E, val& out) {
-  pnode const& n = p.nodes[idx];
+inline bool
+eval_leaf(const program& p, std::uint32_t idx, const env<A>& E, val& out) {
+  const pnode& n = p.nodes[idx];
   if (n.op == pop::lit) {
     out = n.lit;
     return true;
@@ -649,19 +735,19 @@ inline bool eval_leaf(program const& p, std::uint32_t idx, env<A> const& E, val&
   if (n.op == pop::param && n.slot < E.params.size()) {
     // Scalar parameters without the variant visit of `from_attr` (same results); words,
     // strings, lists and unset parameters take the general path.
-    attr_value const& a = E.params[n.slot];
-    if (auto const* x = std::get_if<std::int64_t>(&a)) {
-      auto const want = E.param_info ? (*E.param_info)[n.slot].type.kind : dsl::type_kind::unknown;
+    const attr_value& a = E.params[n.slot];
+    if (const auto* x = std::get_if<std::int64_t>(&a)) {
+      const auto want = E.param_info ? (*E.param_info)[n.slot].type.kind : dsl::type_kind::unknown;
       if (want == dsl::type_kind::op) out = val::code(vk::op, *x);
       else if (want == dsl::type_kind::floating) out = val::floating(static_cast<double>(*x));
       else out = val::integer(*x);
       return true;
     }
-    if (auto const* x = std::get_if<double>(&a)) {
+    if (const auto* x = std::get_if<double>(&a)) {
       out = val::floating(*x);
       return true;
     }
-    if (auto const* x = std::get_if<bool>(&a)) {
+    if (const auto* x = std::get_if<bool>(&a)) {
       out = val::boolean(*x);
       return true;
     }
@@ -670,14 +756,14 @@ inline bool eval_leaf(program const& p, std::uint32_t idx, env<A> const& E, val&
 }
 
 template <class A>
-val eval_tree(program const& p, std::uint32_t idx, env<A> const& E, std::size_t run, workspace& ws) {
-  pnode const& n = p.nodes[idx];
+val eval_tree(const program& p, std::uint32_t idx, const env<A>& E, std::size_t run, workspace& ws) {
+  const pnode& n = p.nodes[idx];
   auto& s = ws.scratch;
   switch (n.op) {
     case pop::lit: return n.lit;
     case pop::value: {
       if (!E.lists.empty() && n.slot < E.lists.size() && E.lists[n.slot].second != UINT32_MAX) {
-        auto const [off, len] = E.lists[n.slot];
+        const auto [off, len] = E.lists[n.slot];
         val v;
         v.k = vk::list;
         v.off = static_cast<std::uint32_t>(s.size());
@@ -698,7 +784,7 @@ val eval_tree(program const& p, std::uint32_t idx, env<A> const& E, std::size_t 
     }
     case pop::param: {
       if (n.slot >= E.params.size()) return val::fault();
-      auto const want = E.param_info ? (*E.param_info)[n.slot].type.kind : dsl::type_kind::unknown;
+      const auto want = E.param_info ? (*E.param_info)[n.slot].type.kind : dsl::type_kind::unknown;
       return from_attr(E.params[n.slot], want, s);
     }
     case pop::list: {
@@ -720,7 +806,7 @@ val eval_tree(program const& p, std::uint32_t idx, env<A> const& E, std::size_t 
         std::size_t const runs = std::max<std::size_t>(1, run_count(p, E));
         bool decided = false;
         for (std::size_t r = 0; r < runs; ++r) {
-          val const x = eval_node(p, p.kids[n.first], E, r, ws);
+          const val x = eval_node(p, p.kids[n.first], E, r, ws);
           if (x.k != vk::boolean) continue;
           if (x.b) return x;
           decided = true;
@@ -742,26 +828,29 @@ val eval_tree(program const& p, std::uint32_t idx, env<A> const& E, std::size_t 
       }
       std::size_t const mark = ws.stack.size();
       for (std::uint32_t i = 0; i < n.count; ++i) {
-        val const x = eval_node(p, p.kids[n.first + i], E, run, ws);
+        const val x = eval_node(p, p.kids[n.first + i], E, run, ws);
         if (x.k == vk::fault && n.fn != bfn::is_none) {
           ws.stack.resize(mark);
           return val::fault();
         }
         ws.stack.push_back(x);
       }
-      val const r = call_builtin(n.fn, std::span<const val>(ws.stack.data() + mark, n.count), E, run, ws);
+      const val r = call_builtin(n.fn, std::span<const val>(ws.stack.data() + mark, n.count), E, run, ws);
       ws.stack.resize(mark);
       return r;
     }
     case pop::ext: {
-      auto const& fn = p.externs[n.slot];
+      const auto& fn = p.externs[n.slot];
       if (!fn) return val::fault();
       std::size_t const mark = ws.ext_args.size();  // nested extern calls stack up here
       for (std::uint32_t i = 0; i < n.count; ++i) {
-        val const x = eval_node(p, p.kids[n.first + i], E, run, ws);
+        const val x = eval_node(p, p.kids[n.first + i], E, run, ws);
         extern_arg ea;
         switch (x.k) {
-          case vk::tensor: ea.edge = x.e; ea.state = E.state(x, run); break;
+          case vk::tensor:
+            ea.edge = x.e;
+            ea.state = E.state(x, run);
+            break;
           case vk::boolean: ea.value = x.b; break;
           case vk::integer: ea.value = x.i; break;
           case vk::floating: ea.value = x.f; break;
@@ -771,38 +860,38 @@ val eval_tree(program const& p, std::uint32_t idx, env<A> const& E, std::size_t 
         }
         ws.ext_args.push_back(std::move(ea));
       }
-      auto const r = (*fn)(std::span<const extern_arg>(ws.ext_args.data() + mark, n.count));
+      const auto r = (*fn)(std::span<const extern_arg>(ws.ext_args.data() + mark, n.count));
       ws.ext_args.resize(mark);
       if (!r) return val::fault();
-      if (auto const* b = std::get_if<bool>(&*r)) return val::boolean(*b);
-      if (auto const* i = std::get_if<std::int64_t>(&*r)) return val::integer(*i);
-      if (auto const* d = std::get_if<double>(&*r)) return val::floating(*d);
+      if (const auto* b = std::get_if<bool>(&*r)) return val::boolean(*b);
+      if (const auto* i = std::get_if<std::int64_t>(&*r)) return val::integer(*i);
+      if (const auto* d = std::get_if<double>(&*r)) return val::floating(*d);
       return val::fault();
     }
     case pop::index: {
-      val const b = eval_node(p, n.a, E, run, ws);
-      val const i = eval_node(p, n.b, E, run, ws);
+      const val b = eval_node(p, n.a, E, run, ws);
+      const val i = eval_node(p, n.b, E, run, ws);
       if (b.k != vk::list || i.k != vk::integer) return ++ws.type_faults, val::fault();
       std::int64_t k = i.i < 0 ? i.i + b.len : i.i;
       if (k < 0 || k >= b.len) return val::fault();
       return s[b.off + static_cast<std::uint32_t>(k)];
     }
     case pop::lnot: {
-      val const x = eval_node(p, n.a, E, run, ws);
+      const val x = eval_node(p, n.a, E, run, ws);
       return x.k == vk::boolean ? val::boolean(!x.b) : val::fault();
     }
     case pop::neg: {
-      val const x = eval_node(p, n.a, E, run, ws);
+      const val x = eval_node(p, n.a, E, run, ws);
       if (x.k == vk::integer) return val::integer(-x.i);
       if (x.k == vk::floating) return val::floating(-x.f);
       return ++ws.type_faults, val::fault();
     }
     case pop::lor:
     case pop::land: {
-      val const x = eval_node(p, n.a, E, run, ws);
-      bool const want = n.op == pop::lor;
+      const val x = eval_node(p, n.a, E, run, ws);
+      const bool want = n.op == pop::lor;
       if (x.k == vk::boolean && x.b == want) return x;  // short circuit
-      val const y = eval_node(p, n.b, E, run, ws);
+      const val y = eval_node(p, n.b, E, run, ws);
       if (x.k == vk::boolean && y.k == vk::boolean) return val::boolean(want ? (x.b || y.b) : (x.b && y.b));
       // A faulted side does not matter when the other decides.
       if (y.k == vk::boolean && y.b == want) return y;
@@ -822,7 +911,8 @@ template <class A>
 #if defined(__GNUC__)
 [[gnu::always_inline]]
 #endif
-inline val eval_operand(program const& p, operand const& o, env<A> const& E, std::size_t run, workspace& ws) {
+inline val
+eval_operand(const program& p, const operand& o, const env<A>& E, std::size_t run, workspace& ws) {
   switch (o.f) {
     case operand::form::lit: return p.nodes[o.node].lit;
     case operand::form::call1: {
@@ -841,21 +931,22 @@ inline val eval_operand(program const& p, operand const& o, env<A> const& E, std
 
 /// Number of runs a program must be evaluated on: the most runs among the tensors it names.
 template <class A>
-inline std::size_t run_count(program const& p, env<A> const& E) {
+inline std::size_t run_count(const program& p, const env<A>& E) {
   if (p.slots.size() == 1 && E.lists.empty()) {  // the common case: one value
-    auto const s = p.slots[0];
-    auto const* pr = E.profile(s, s < E.values.size() ? E.values[s] : graph::no_edge);
+    const auto s = p.slots[0];
+    const auto* pr = E.profile(s, s < E.values.size() ? E.values[s] : graph::no_edge);
     return pr ? pr->runs.size() : 0;
   }
   std::size_t r = 0;
-  for (auto const s : p.slots) {
+  for (const auto s : p.slots) {
     if (!E.lists.empty() && s < E.lists.size() && E.lists[s].second != UINT32_MAX) {
       for (std::uint32_t i = 0; i < E.lists[s].second; ++i)
-        if (auto const* pr = E.profile(UINT32_MAX, E.list_edges[E.lists[s].first + i])) r = std::max(r, pr->runs.size());
+        if (const auto* pr = E.profile(UINT32_MAX, E.list_edges[E.lists[s].first + i]))
+          r = std::max(r, pr->runs.size());
       continue;
     }
-    auto const e = s < E.values.size() ? E.values[s] : graph::no_edge;
-    if (auto const* pr = E.profile(s, e)) r = std::max(r, pr->runs.size());
+    const auto e = s < E.values.size() ? E.values[s] : graph::no_edge;
+    if (const auto* pr = E.profile(s, e)) r = std::max(r, pr->runs.size());
   }
   return r;
 }
@@ -866,7 +957,7 @@ inline std::size_t run_count(program const& p, env<A> const& E) {
 /// the same run) and combined with *and*. A program that reads state but names no edge with
 /// a recorded run does not hold. O(|p| x runs); allocation-free after warm-up (externs aside).
 template <match_adapter A>
-[[nodiscard]] bool holds(program const& p, detail::env<A> const& E, workspace& ws) {
+[[nodiscard]] bool holds(const program& p, const detail::env<A>& E, workspace& ws) {
   std::size_t runs = 1;
   if (p.reads_state) {
     runs = detail::run_count(p, E);
@@ -880,24 +971,24 @@ template <match_adapter A>
       ws.scratch.clear();
       ws.stack.clear();
       bool all = true;
-      for (auto const& c : p.conjuncts) {
+      for (const auto& c : p.conjuncts) {
         val v;
         switch (c.f) {
           case conjunct::form::node: v = detail::eval_node(p, c.node, E, r, ws); break;
           case conjunct::form::truth: v = detail::eval_operand(p, c.x, E, r, ws); break;
           case conjunct::form::negated: {
-            val const x = detail::eval_operand(p, c.x, E, r, ws);
+            const val x = detail::eval_operand(p, c.x, E, r, ws);
             v = x.k == vk::boolean ? val::boolean(!x.b) : val::fault();
             break;
           }
           case conjunct::form::binary: {
-            val const x = detail::eval_operand(p, c.x, E, r, ws);
-            val const y = detail::eval_operand(p, c.y, E, r, ws);
+            const val x = detail::eval_operand(p, c.x, E, r, ws);
+            const val y = detail::eval_operand(p, c.y, E, r, ws);
             v = detail::binary_fast(c.op, x, y, ws);
             break;
           }
           case conjunct::form::in_lits: {
-            val const x = detail::eval_operand(p, c.x, E, r, ws);
+            const val x = detail::eval_operand(p, c.x, E, r, ws);
             if (x.k == vk::fault) {
               v = val::fault();
             } else {
@@ -921,7 +1012,7 @@ template <match_adapter A>
   for (std::size_t r = 0; r < runs; ++r) {
     ws.scratch.clear();
     ws.stack.clear();
-    val const v = detail::eval_node(p, p.root, E, r, ws);
+    const val v = detail::eval_node(p, p.root, E, r, ws);
     if (v.k != vk::boolean || !v.b) return false;
   }
   return true;
@@ -933,18 +1024,18 @@ template <match_adapter A>
 /// or externs are skipped. Evaluated on the inferred states of replacement values before the
 /// mutant runs; `holds` decides once it has run.
 template <match_adapter A>
-[[nodiscard]] bool refuted(program const& p, detail::env<A> const& E, workspace& ws) {
+[[nodiscard]] bool refuted(const program& p, const detail::env<A>& E, workspace& ws) {
   std::size_t runs = 1;
   if (p.reads_state) {
     runs = detail::run_count(p, E);
     if (runs == 0) return false;
   }
   for (std::size_t r = 0; r < runs; ++r)
-    for (auto const& c : p.conjuncts) {
+    for (const auto& c : p.conjuncts) {
       if (!c.metadata_only) continue;
       ws.scratch.clear();
       ws.stack.clear();
-      val const v = detail::eval_node(p, c.node, E, r, ws);
+      const val v = detail::eval_node(p, c.node, E, r, ws);
       if (v.k == vk::boolean && !v.b) return true;
     }
   return false;

@@ -46,9 +46,9 @@ struct group_verdicts {
 /// Judges each group of `op` on bindings `b` (pattern matched, parameters set). Unlike
 /// `check_constraints`, a failing group does not stop the others: every group is decided.
 template <match_adapter A>
-[[nodiscard]] group_verdicts judge_groups(compiled_operator const& op, A const& a, bindings const& b, workspace& ws) {
-  auto const E = make_env(op, a, b);
-  auto const failed = failing_input(op, E, ws);
+[[nodiscard]] group_verdicts judge_groups(const compiled_operator& op, A const& a, const bindings& b, workspace& ws) {
+  const auto E = make_env(op, a, b);
+  const auto failed = failing_input(op, E, ws);
   return {!failed, internal_holds(op, a, b, E, ws), output_holds(op, E, ws), failed};
 }
 
@@ -66,7 +66,7 @@ inline constexpr std::array<constraint_mask, 5> ablations{{{true, true, true, "f
                                                            {false, false, false, "no constraints"}}};
 
 /// Whether the system `m` retains a candidate with verdicts `v`.
-[[nodiscard]] constexpr bool retains(constraint_mask const& m, group_verdicts const& v) noexcept {
+[[nodiscard]] constexpr bool retains(const constraint_mask& m, const group_verdicts& v) noexcept {
   return (!m.input || v.input) && (!m.internal || v.internal) && (!m.output || v.output);
 }
 
@@ -108,7 +108,7 @@ struct confusion {
 struct sample_item {
   std::uint32_t stratum = 0;
   std::uint64_t index = 0;
-  bool operator==(sample_item const&) const = default;
+  bool operator==(const sample_item&) const = default;
 };
 
 /// Draws up to `n` items from strata of the given sizes, stratified: every non-empty stratum
@@ -134,7 +134,7 @@ template <class URBG>
       break;
     }
     std::vector<std::uint32_t> still;
-    for (auto const s : open) {
+    for (const auto s : open) {
       std::uint64_t const take = std::min(share, sizes[s] - quota[s]);
       quota[s] += take;
       left -= take;
@@ -154,7 +154,7 @@ template <class URBG>
     }
     std::vector<std::uint64_t> idx(chosen.begin(), chosen.end());
     std::sort(idx.begin(), idx.end());
-    for (auto const i : idx) out.push_back({s, i});
+    for (const auto i : idx) out.push_back({s, i});
   }
   return out;
 }

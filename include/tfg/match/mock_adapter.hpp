@@ -41,8 +41,8 @@ class mock_adapter {
   using graph_type = graph::flow_graph<mock_node, mock_edge>;
 
   explicit mock_adapter(symbol_table& symbols) : symbols_(&symbols) {}
-  mock_adapter(mock_adapter const&) = delete;
-  mock_adapter& operator=(mock_adapter const&) = delete;
+  mock_adapter(const mock_adapter&) = delete;
+  mock_adapter& operator=(const mock_adapter&) = delete;
 
   // ---- argument builders -------------------------------------------------------------------
 
@@ -101,7 +101,7 @@ class mock_adapter {
 
   /// A graph input with one state per profiling run; storage groups are assigned fresh.
   edge_id add_input(std::vector<state::tensor_state> runs) {
-    auto const e = graph_.add_input(mock_edge{});
+    const auto e = graph_.add_input(mock_edge{});
     set_runs(e, std::move(runs));
     return e;
   }
@@ -113,13 +113,13 @@ class mock_adapter {
     std::vector<edge_id> ins;
     for (auto& a : args) resolve(a, ins);
     mock_node d{std::string(op), symbols_->intern(op), std::move(args)};
-    auto const n = graph_.add_node(std::move(d), std::span<const edge_id>(ins), std::vector<mock_edge>(outputs));
-    auto const outs = graph_.outputs(n);
+    const auto n = graph_.add_node(std::move(d), std::span<const edge_id>(ins), std::vector<mock_edge>(outputs));
+    const auto outs = graph_.outputs(n);
     return {outs.begin(), outs.end()};
   }
   /// A node with one output whose state (per run) is `runs`.
   edge_id add_node(std::string_view op, std::vector<arg_view> args, std::vector<state::tensor_state> runs) {
-    auto const e = add_node(op, std::move(args), 1)[0];
+    const auto e = add_node(op, std::move(args), 1)[0];
     set_runs(e, std::move(runs));
     return e;
   }
@@ -139,7 +139,7 @@ class mock_adapter {
     for (std::size_t r = 0; r < b.size() && r < v.size(); ++r) {
       v[r].storage_group = b[r].storage_group;
       std::uint32_t const n = b[r].storage_sharers + 1;
-      for (auto const e : graph_.edges()) {
+      for (const auto e : graph_.edges()) {
         auto& rs = graph_.data(e).profile.runs;
         if (r < rs.size() && rs[r].storage_group == b[r].storage_group) rs[r].storage_sharers = n;
       }
@@ -149,20 +149,20 @@ class mock_adapter {
 
   // ---- match_adapter -----------------------------------------------------------------------
 
-  [[nodiscard]] graph_type const& graph() const noexcept { return graph_; }
+  [[nodiscard]] const graph_type& graph() const noexcept { return graph_; }
   [[nodiscard]] std::string_view op_kind(node_id n) const { return graph_.data(n).op; }
   [[nodiscard]] std::uint32_t op_symbol(node_id n) const { return graph_.data(n).symbol; }
   [[nodiscard]] std::size_t arg_count(node_id n) const { return graph_.data(n).args.size(); }
-  [[nodiscard]] arg_view const& arg(node_id n, std::size_t i) const { return graph_.data(n).args[i]; }
-  [[nodiscard]] state::edge_profile const& profile(edge_id e) const { return graph_.data(e).profile; }
+  [[nodiscard]] const arg_view& arg(node_id n, std::size_t i) const { return graph_.data(n).args[i]; }
+  [[nodiscard]] const state::edge_profile& profile(edge_id e) const { return graph_.data(e).profile; }
 
   [[nodiscard]] symbol_table& symbols() const noexcept { return *symbols_; }
 
  private:
-  static void resolve(arg_view const& a, std::vector<edge_id>& ins) {
+  static void resolve(const arg_view& a, std::vector<edge_id>& ins) {
     if (a.how == arg_view::form::edge) ins.push_back(a.edge);
     if (a.how == arg_view::form::list)
-      for (auto const& it : a.items) resolve(it, ins);
+      for (const auto& it : a.items) resolve(it, ins);
   }
 
   symbol_table* symbols_;

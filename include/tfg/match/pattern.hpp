@@ -19,29 +19,29 @@ namespace tfg::match {
 namespace detail {
 
 /// Whether constant `c` equals pattern literal `a`.
-inline bool literal_matches(pattern_arg const& a, attr_value const& c) {
+inline bool literal_matches(const pattern_arg& a, const attr_value& c) {
   // Dtype, memory-format and layout constants arrive as the DSL's words (the adapter
   // normalises the backend's codes, see adapter.hpp).
   if (a.literal_kind == dsl::type_kind::dtype || a.literal_kind == dsl::type_kind::memory_format ||
       a.literal_kind == dsl::type_kind::layout) {
-    auto const* w = std::get_if<std::string>(&a.literal);
-    auto const* s = std::get_if<std::string>(&c);
+    const auto* w = std::get_if<std::string>(&a.literal);
+    const auto* s = std::get_if<std::string>(&c);
     return w && s && *s == *w;
   }
   if (a.literal_kind == dsl::type_kind::device) {
-    auto const* w = std::get_if<std::string>(&a.literal);
-    auto const* s = std::get_if<std::string>(&c);
+    const auto* w = std::get_if<std::string>(&a.literal);
+    const auto* s = std::get_if<std::string>(&c);
     return w && s && s->compare(0, w->size(), *w) == 0;
   }
   // Numbers compare by value across int/float; lists element-wise.
-  auto num = [](attr_value const& v, double& out) {
+  auto num = [](const attr_value& v, double& out) {
     if (auto const* i = std::get_if<std::int64_t>(&v)) return out = static_cast<double>(*i), true;
     if (auto const* d = std::get_if<double>(&v)) return out = *d, true;
     return false;
   };
   double x = 0, y = 0;
   if (num(a.literal, x) && num(c, y)) return x == y;
-  auto as_list = [](attr_value const& v, std::vector<double>& out) {
+  auto as_list = [](const attr_value& v, std::vector<double>& out) {
     if (auto const* i = std::get_if<std::vector<std::int64_t>>(&v)) {
       out.assign(i->begin(), i->end());
       return true;
@@ -52,7 +52,8 @@ inline bool literal_matches(pattern_arg const& a, attr_value const& c) {
     }
     return false;
   };
-  if (std::holds_alternative<std::vector<std::int64_t>>(a.literal) && std::holds_alternative<std::vector<std::int64_t>>(c))
+  if (std::holds_alternative<std::vector<std::int64_t>>(a.literal) &&
+      std::holds_alternative<std::vector<std::int64_t>>(c))
     return std::get<std::vector<std::int64_t>>(a.literal) == std::get<std::vector<std::int64_t>>(c);
   std::vector<double> l1, l2;
   if (as_list(a.literal, l1) && as_list(c, l2)) return l1 == l2;
@@ -60,9 +61,9 @@ inline bool literal_matches(pattern_arg const& a, attr_value const& c) {
 }
 
 /// Whether `v` lies in parameter `p`'s domain.
-inline bool in_domain(compiled_param const& p, attr_value const& v) {
+inline bool in_domain(const compiled_param& p, const attr_value& v) {
   if (p.domain == dsl::domain_kind::set) {
-    for (auto const& m : p.members) {
+    for (const auto& m : p.members) {
       if (m == v) return true;
       // Unequal scalars of the same alternative (bool, int, float) never match as literals
       // either (`literal_matches` compares them by value, or words against codes).
@@ -77,7 +78,7 @@ inline bool in_domain(compiled_param const& p, attr_value const& v) {
     return false;
   }
   if (p.domain == dsl::domain_kind::range) {
-    auto num = [](attr_value const& x, double& out) {
+    auto num = [](const attr_value& x, double& out) {
       if (auto const* i = std::get_if<std::int64_t>(&x)) return out = static_cast<double>(*i), true;
       if (auto const* d = std::get_if<double>(&x)) return out = *d, true;
       return false;
@@ -93,7 +94,7 @@ inline bool in_domain(compiled_param const& p, attr_value const& v) {
 template <class A>
 class matcher {
  public:
-  matcher(compiled_operator const& op, A const& a, bindings& b, workspace& ws)
+  matcher(const compiled_operator& op, A const& a, bindings& b, workspace& ws)
       : op_(op), a_(a), g_(a.graph()), b_(b), ws_(ws) {}
 
   /// Finds the first embedding around `anchor` whose pattern conditions hold.
@@ -104,15 +105,15 @@ class matcher {
   }
 
  private:
-  compiled_operator const& op_;
+  const compiled_operator& op_;
   A const& a_;
-  decltype(std::declval<A const&>().graph()) g_;
+  decltype(std::declval<const A&>().graph()) g_;
   bindings& b_;
   workspace& ws_;
 
   void unwind(std::size_t mark) {
     while (ws_.log.size() > mark) {
-      auto const u = ws_.log.back();
+      const auto u = ws_.log.back();
       ws_.log.pop_back();
       if (u.what == 0) b_.values[u.slot] = graph::no_edge;
       else if (u.what == 1) b_.nodes[u.slot] = graph::no_node;
@@ -125,8 +126,8 @@ class matcher {
     ws_.log.push_back({0, slot});
     return true;
   }
-  bool bind_param(std::uint32_t slot, attr_value const& v) {
-    auto const& p = op_.params[slot];
+  bool bind_param(std::uint32_t slot, const attr_value& v) {
+    const auto& p = op_.params[slot];
     if (!std::holds_alternative<std::monostate>(b_.params[slot])) return b_.params[slot] == v;
     if (!in_domain(p, v)) return false;
     b_.params[slot] = v;
@@ -136,7 +137,7 @@ class matcher {
 
   /// `match_arg` against a constant scalar argument (an item of a constant list), without
   /// building an `arg_view`.
-  bool match_constant(pattern_arg const& pa, attr_value const& c) {
+  bool match_constant(const pattern_arg& pa, const attr_value& c) {
     switch (pa.k) {
       case pattern_arg::kind::wildcard: return true;
       case pattern_arg::kind::ellipsis: return true;
@@ -144,21 +145,21 @@ class matcher {
       case pattern_arg::kind::literal: return literal_matches(pa, c);
       case pattern_arg::kind::param: return bind_param(pa.slot, c);
       case pattern_arg::kind::list: {
-        auto items = [&](auto const& v) {
+        auto items = [&](const auto& v) {
           if (v.size() != pa.items.size()) return false;
           for (std::size_t i = 0; i < v.size(); ++i)
             if (!match_constant(pa.items[i], attr_value(v[i]))) return false;
           return true;
         };
-        if (auto const* v = std::get_if<std::vector<std::int64_t>>(&c)) return items(*v);
-        if (auto const* v = std::get_if<std::vector<double>>(&c)) return items(*v);
+        if (const auto* v = std::get_if<std::vector<std::int64_t>>(&c)) return items(*v);
+        if (const auto* v = std::get_if<std::vector<double>>(&c)) return items(*v);
         return false;
       }
     }
     return false;
   }
 
-  bool match_arg(pattern_arg const& pa, arg_view const& av) {
+  bool match_arg(const pattern_arg& pa, const arg_view& av) {
     switch (pa.k) {
       case pattern_arg::kind::wildcard: return true;
       case pattern_arg::kind::ellipsis: return true;
@@ -167,10 +168,11 @@ class matcher {
         if (av.how == arg_view::form::constant) return literal_matches(pa, av.value);
         if (av.how == arg_view::form::list) {
           // A literal list against a list of constants.
-          auto const* li = std::get_if<std::vector<std::int64_t>>(&pa.literal);
+          const auto* li = std::get_if<std::vector<std::int64_t>>(&pa.literal);
           if (!li || li->size() != av.items.size()) return false;
           for (std::size_t i = 0; i < li->size(); ++i) {
-            auto const* c = av.items[i].how == arg_view::form::constant ? std::get_if<std::int64_t>(&av.items[i].value) : nullptr;
+            const auto* c =
+                av.items[i].how == arg_view::form::constant ? std::get_if<std::int64_t>(&av.items[i].value) : nullptr;
             if (!c || *c != (*li)[i]) return false;
           }
           return true;
@@ -181,14 +183,14 @@ class matcher {
         if (av.how == arg_view::form::constant) {
           // A constant int/float list (conv strides, pool kernels, reduction dims) matches a
           // pattern list item by item, so `[$s0, $s1]` binds its elements.
-          auto items = [&](auto const& v) {
+          auto items = [&](const auto& v) {
             if (v.size() != pa.items.size()) return false;
             for (std::size_t i = 0; i < v.size(); ++i)
               if (!match_constant(pa.items[i], attr_value(v[i]))) return false;
             return true;
           };
-          if (auto const* v = std::get_if<std::vector<std::int64_t>>(&av.value)) return items(*v);
-          if (auto const* v = std::get_if<std::vector<double>>(&av.value)) return items(*v);
+          if (const auto* v = std::get_if<std::vector<std::int64_t>>(&av.value)) return items(*v);
+          if (const auto* v = std::get_if<std::vector<double>>(&av.value)) return items(*v);
           return false;
         }
         if (av.how != arg_view::form::list || av.items.size() != pa.items.size()) return false;
@@ -200,9 +202,9 @@ class matcher {
   }
 
   bool try_node(std::uint32_t pi, node_id n) {
-    auto const& pn = op_.pattern[pi];
+    const auto& pn = op_.pattern[pi];
     if (b_.nodes[pi] != graph::no_node) return b_.nodes[pi] == n;
-    for (auto const m : b_.nodes)
+    for (const auto m : b_.nodes)
       if (m == n) return false;  // injective
     std::uint32_t const sym = a_.op_symbol(n);
     switch (pn.how) {
@@ -214,14 +216,14 @@ class matcher {
         if (!bind_param(pn.param, attr_value(static_cast<std::int64_t>(sym)))) return false;
         break;
     }
-    auto const outs = g_.outputs(n);
+    const auto outs = g_.outputs(n);
     if (static_cast<std::size_t>(std::ranges::distance(outs)) != pn.results.size()) return false;
     std::size_t const nargs = a_.arg_count(n);
     if (pn.ellipsis ? nargs < pn.args.size() : nargs != pn.args.size()) return false;
     b_.nodes[pi] = n;
     ws_.log.push_back({1, pi});
     std::size_t j = 0;
-    for (auto const e : outs)
+    for (const auto e : outs)
       if (!bind_value(pn.results[j++], e)) return false;
     for (std::size_t i = 0; i < pn.args.size(); ++i)
       if (!match_arg(pn.args[i], a_.arg(n, i))) return false;
@@ -231,21 +233,21 @@ class matcher {
   bool conditions_hold() {
     if (op_.pattern_conditions.empty()) return true;
     env<A> E{a_, b_.values, b_.params, &op_.params, {}, {}, op_.pattern_value_count, nullptr, graph::no_edge, nullptr};
-    for (auto const& c : op_.pattern_conditions)
+    for (const auto& c : op_.pattern_conditions)
       if (!holds(c, E, ws_)) return false;
     return true;
   }
 
   bool step(std::size_t k) {
     if (k == op_.steps.size()) return conditions_hold();
-    auto const& st = op_.steps[k];
-    edge_id const v = b_.values[st.value];
+    const auto& st = op_.steps[k];
+    const edge_id v = b_.values[st.value];
     std::size_t const mark = ws_.log.size();
     if (st.via_producer) {
-      node_id const n = g_.producer(v);
+      const node_id n = g_.producer(v);
       if (n == graph::no_node) return false;
       // The pattern result that is `v` must be the producer's matching output.
-      auto const& pn = op_.pattern[st.node];
+      const auto& pn = op_.pattern[st.node];
       std::size_t pos = 0;
       while (pos < pn.results.size() && pn.results[pos] != st.value) ++pos;
       if (g_.producer_slot(v) != pos) return false;
@@ -253,7 +255,7 @@ class matcher {
       unwind(mark);
       return false;
     }
-    for (auto const u : g_.consumers(v)) {
+    for (const auto u : g_.consumers(v)) {
       if (try_node(st.node, u.node) && step(k + 1)) return true;
       unwind(mark);
     }
@@ -266,7 +268,7 @@ class matcher {
 /// Sizes `b` for `op` and clears its values, nodes and the parameters bound by matching
 /// (sampled parameters keep their previous value until `sample_params` overwrites it, so a
 /// string value reuses its buffer). Allocates only when `b` is smaller than needed.
-inline void reset(bindings& b, compiled_operator const& op) {
+inline void reset(bindings& b, const compiled_operator& op) {
   // Sizes rarely change (one `bindings` per operator in `construct`): plain stores then.
   if (b.values.size() == op.values.size()) {
     for (auto& v : b.values) v = graph::no_edge;
@@ -288,9 +290,9 @@ inline void reset(bindings& b, compiled_operator const& op) {
 /// whose first record is not a tensor (a size, a list) never matches (dsl/spec.md section
 /// 15, "Anchor kind"); the summary prefilter decides the same from the edge summary.
 template <match_adapter A>
-[[nodiscard]] bool match_pattern(compiled_operator const& op, A const& a, edge_id anchor, bindings& b, workspace& ws) {
+[[nodiscard]] bool match_pattern(const compiled_operator& op, A const& a, edge_id anchor, bindings& b, workspace& ws) {
   reset(b, op);
-  if (auto const& runs = a.profile(anchor).runs; !runs.empty() && runs.front().kind != state::value_kind::tensor)
+  if (const auto& runs = a.profile(anchor).runs; !runs.empty() && runs.front().kind != state::value_kind::tensor)
     return false;
   detail::matcher<A> m(op, a, b, ws);
   return m.run(anchor);
@@ -298,9 +300,10 @@ template <match_adapter A>
 
 /// An evaluation environment over `b` (replacement slots served by `probe` when given).
 template <match_adapter A>
-[[nodiscard]] detail::env<A> make_env(compiled_operator const& op, A const& a, bindings const& b,
-                                      probe_source const* probe = nullptr) {
-  return detail::env<A>{a, b.values, b.params, &op.params, {}, {}, op.pattern_value_count, probe, graph::no_edge, nullptr};
+[[nodiscard]] detail::env<A> make_env(const compiled_operator& op, A const& a, const bindings& b,
+                                      const probe_source* probe = nullptr) {
+  return detail::env<A>{a,     b.values,       b.params, &op.params, {}, {}, op.pattern_value_count,
+                        probe, graph::no_edge, nullptr};
 }
 
 /// How many draws of the sampled parameters `evaluate_constraints` makes at most before it
@@ -311,11 +314,11 @@ inline constexpr unsigned default_param_draws = 4;
 /// matching, `require input`, then the `require internal` and `require output` conditions
 /// that read only pattern values (the rest is deferred to `evaluate_deferred`).
 template <match_adapter A, class URBG>
-[[nodiscard]] reject_stage evaluate_constraints(compiled_operator const& op, A const& a, bindings& b, URBG& rng,
+[[nodiscard]] reject_stage evaluate_constraints(const compiled_operator& op, A const& a, bindings& b, URBG& rng,
                                                 workspace& ws, unsigned draws = default_param_draws);
 
 template <match_adapter A>
-[[nodiscard]] bool same_on_every_run(compiled_operator const& op, A const& a, bindings const& b, workspace& ws);
+[[nodiscard]] bool same_on_every_run(const compiled_operator& op, A const& a, const bindings& b, workspace& ws);
 
 namespace detail {
 /// One computed bound of a parameter (dsl/spec.md section 6) on every profiling record: the
@@ -324,7 +327,7 @@ namespace detail {
 /// With `other` (a derived parameter's one expression), `out` gets the largest value and
 /// `*other` the smallest, in one pass.
 template <match_adapter A>
-[[nodiscard]] bool computed_bound(program const& p, env<A> const& E, workspace& ws, bool lower, double& out,
+[[nodiscard]] bool computed_bound(const program& p, const env<A>& E, workspace& ws, bool lower, double& out,
                                   double* other = nullptr) {
   std::size_t runs = 1;
   if (p.reads_state) {
@@ -334,7 +337,7 @@ template <match_adapter A>
   for (std::size_t r = 0; r < runs; ++r) {
     ws.scratch.clear();
     ws.stack.clear();
-    val const v = eval_node(p, p.root, E, r, ws);
+    const val v = eval_node(p, p.root, E, r, ws);
     double x = 0;
     if (v.k == vk::integer) x = static_cast<double>(v.i);
     else if (v.k == vk::floating) x = v.f;
@@ -347,7 +350,7 @@ template <match_adapter A>
 /// The range of a parameter with computed bounds at this site; false if a bound cannot be
 /// evaluated or the range is empty.
 template <match_adapter A>
-[[nodiscard]] bool computed_range(compiled_param const& p, env<A> const& E, workspace& ws, double& lo, double& hi) {
+[[nodiscard]] bool computed_range(const compiled_param& p, const env<A>& E, workspace& ws, double& lo, double& hi) {
   if (!p.lo_expr || !p.hi_expr) return false;
   if (p.derived) {  // one expression: [largest, smallest] over the records, empty unless all agree
     if (!computed_bound(*p.lo_expr, E, ws, true, lo, &hi)) return false;
@@ -362,15 +365,15 @@ template <match_adapter A>
 /// Whether every parameter with computed bounds holds a value inside its range at this
 /// site (part of the input stage: the bounds read the seed's F(e)).
 template <match_adapter A>
-[[nodiscard]] bool site_params_in_range(compiled_operator const& op, detail::env<A> const& E, workspace& ws) {
+[[nodiscard]] bool site_params_in_range(const compiled_operator& op, const detail::env<A>& E, workspace& ws) {
   for (std::size_t i = 0; i < op.params.size(); ++i) {
-    auto const& p = op.params[i];
+    const auto& p = op.params[i];
     if (!p.computed_bounds()) continue;
     double lo = 0, hi = 0, x = 0;
     if (!detail::computed_range(p, E, ws, lo, hi) || i >= E.params.size()) return false;
-    auto const& v = E.params[i];
-    if (auto const* n = std::get_if<std::int64_t>(&v)) x = static_cast<double>(*n);
-    else if (auto const* d = std::get_if<double>(&v); d && p.type.kind != dsl::type_kind::integer) x = *d;
+    const auto& v = E.params[i];
+    if (const auto* n = std::get_if<std::int64_t>(&v)) x = static_cast<double>(*n);
+    else if (const auto* d = std::get_if<double>(&v); d && p.type.kind != dsl::type_kind::integer) x = *d;
     else return false;
     if (x < lo || x > hi) return false;
   }
@@ -382,11 +385,11 @@ namespace detail {
 /// on every profiling record), in `ws.ranges`; a parameter whose range is empty here is set
 /// to None, which the input stage rejects. False when some range is empty.
 template <match_adapter A>
-bool site_ranges(compiled_operator const& op, env<A> const& E, bindings& b, workspace& ws) {
+bool site_ranges(const compiled_operator& op, const env<A>& E, bindings& b, workspace& ws) {
   ws.ranges.clear();
   bool all = true;
   for (std::size_t i = 0; i < op.params.size() && i < b.params.size(); ++i) {
-    auto const& p = op.params[i];
+    const auto& p = op.params[i];
     if (!p.computed_bounds()) continue;
     double lo = 0, hi = 0;
     if (!computed_range(p, E, ws, lo, hi)) {
@@ -400,8 +403,8 @@ bool site_ranges(compiled_operator const& op, env<A> const& E, bindings& b, work
 }
 /// Draws each parameter of `ws.ranges` uniformly from its range.
 template <class URBG>
-void draw_site_params(workspace const& ws, bindings& b, URBG& rng) {
-  for (auto const& r : ws.ranges) {
+void draw_site_params(const workspace& ws, bindings& b, URBG& rng) {
+  for (const auto& r : ws.ranges) {
     if (r.derived) {
       if (r.integer) b.params[r.slot] = static_cast<std::int64_t>(r.lo);
       else b.params[r.slot] = r.lo;
@@ -421,9 +424,9 @@ void draw_site_params(workspace const& ws, bindings& b, URBG& rng) {
 /// others first; pattern-bound parameters are already in `b`). A parameter whose range is
 /// empty here is left None, which the input stage rejects.
 template <match_adapter A, class URBG>
-void sample_site_params(compiled_operator const& op, A const& a, bindings& b, URBG& rng, workspace& ws) {
+void sample_site_params(const compiled_operator& op, A const& a, bindings& b, URBG& rng, workspace& ws) {
   bool any = false;
-  for (auto const& p : op.params) any = any || p.computed_bounds();
+  for (const auto& p : op.params) any = any || p.computed_bounds();
   if (!any) return;
   (void)detail::site_ranges(op, make_env(op, a, b), b, ws);
   detail::draw_site_params(ws, b, rng);
@@ -439,7 +442,7 @@ void sample_site_params(compiled_operator const& op, A const& a, bindings& b, UR
 /// condition that does not hold, `op.input.size()` when they all hold but a parameter lies
 /// outside its range read from the site, nullopt when the group holds.
 template <match_adapter A>
-[[nodiscard]] std::optional<std::size_t> failing_input(compiled_operator const& op, detail::env<A> const& E,
+[[nodiscard]] std::optional<std::size_t> failing_input(const compiled_operator& op, const detail::env<A>& E,
                                                        workspace& ws) {
   for (std::size_t i = 0; i < op.input.size(); ++i)
     if (!holds(op.input[i], E, ws)) return i;
@@ -447,19 +450,19 @@ template <match_adapter A>
   return std::nullopt;
 }
 template <match_adapter A>
-[[nodiscard]] bool input_holds(compiled_operator const& op, detail::env<A> const& E, workspace& ws) {
+[[nodiscard]] bool input_holds(const compiled_operator& op, const detail::env<A>& E, workspace& ws) {
   return !failing_input(op, E, ws);
 }
 template <match_adapter A>
-[[nodiscard]] bool internal_holds(compiled_operator const& op, A const& a, bindings const& b,
-                                  detail::env<A> const& E, workspace& ws) {
-  for (auto const& c : op.internal)
+[[nodiscard]] bool internal_holds(const compiled_operator& op, A const& a, const bindings& b, const detail::env<A>& E,
+                                  workspace& ws) {
+  for (const auto& c : op.internal)
     if (!c.needs_probe && !holds(c, E, ws)) return false;
   return same_on_every_run(op, a, b, ws);
 }
 template <match_adapter A>
-[[nodiscard]] bool output_holds(compiled_operator const& op, detail::env<A> const& E, workspace& ws) {
-  for (auto const& c : op.output)
+[[nodiscard]] bool output_holds(const compiled_operator& op, const detail::env<A>& E, workspace& ws) {
+  for (const auto& c : op.output)
     if (!c.needs_probe && !holds(c, E, ws)) return false;
   return true;
 }
@@ -469,9 +472,9 @@ template <match_adapter A>
 /// stage also rejects a replacement that would bake one run's state into the mutant
 /// (`same_on_every_run`).
 template <match_adapter A>
-[[nodiscard]] reject_stage check_constraints(compiled_operator const& op, A const& a, bindings const& b,
+[[nodiscard]] reject_stage check_constraints(const compiled_operator& op, A const& a, const bindings& b,
                                              workspace& ws) {
-  auto const E = make_env(op, a, b);
+  const auto E = make_env(op, a, b);
   if (!input_holds(op, E, ws)) return reject_stage::input;
   if (!internal_holds(op, a, b, E, ws)) return reject_stage::internal;
   if (!output_holds(op, E, ws)) return reject_stage::output;
@@ -498,11 +501,11 @@ struct param_grid {
   bool free = false;                     ///< some sampled parameter is outside the grid
 };
 
-[[nodiscard]] inline param_grid enumerable_params(compiled_operator const& op) noexcept {
+[[nodiscard]] inline param_grid enumerable_params(const compiled_operator& op) noexcept {
   param_grid g;
   std::uint64_t combos = 1;
   for (std::size_t i = 0; i < op.params.size(); ++i) {
-    auto const& p = op.params[i];
+    const auto& p = op.params[i];
     if (p.bound_by_match || p.derived) continue;  // derived: the same on every draw
     std::uint64_t k = 0;
     if (p.computed_bounds()) {
@@ -511,7 +514,7 @@ struct param_grid {
       k = p.members.size();
     } else if (p.domain == dsl::domain_kind::range && p.type.kind == dsl::type_kind::integer &&
                std::holds_alternative<std::int64_t>(p.lo) && std::holds_alternative<std::int64_t>(p.hi)) {
-      auto const lo = std::get<std::int64_t>(p.lo), hi = std::get<std::int64_t>(p.hi);
+      const auto lo = std::get<std::int64_t>(p.lo), hi = std::get<std::int64_t>(p.hi);
       k = hi < lo || hi - lo >= 16 ? 0 : static_cast<std::uint64_t>(hi - lo + 1);
     }
     if (k == 0 || g.n == g.index.size()) {
@@ -528,17 +531,17 @@ struct param_grid {
 }
 
 /// The combination number of the sampled values in `params` (mixed radix over `g`).
-[[nodiscard]] inline std::uint32_t encode(param_grid const& g, compiled_operator const& op,
-                                          std::vector<attr_value> const& params) {
+[[nodiscard]] inline std::uint32_t encode(const param_grid& g, const compiled_operator& op,
+                                          const std::vector<attr_value>& params) {
   std::uint32_t c = 0;
   for (std::uint32_t k = g.n; k-- > 0;) {
-    auto const& p = op.params[g.index[k]];
-    auto const& v = params[g.index[k]];
+    const auto& p = op.params[g.index[k]];
+    const auto& v = params[g.index[k]];
     std::uint32_t at = 0;
     if (p.domain == dsl::domain_kind::set) {
       while (at < p.members.size() && !(p.members[at] == v)) ++at;
       if (at == p.members.size()) at = 0;
-    } else if (auto const* x = std::get_if<std::int64_t>(&v)) {
+    } else if (const auto* x = std::get_if<std::int64_t>(&v)) {
       at = static_cast<std::uint32_t>(*x - std::get<std::int64_t>(p.lo));
     }
     if (at >= g.size[k]) at = 0;  // a value outside the domain (never drawn): any start will do
@@ -548,13 +551,14 @@ struct param_grid {
 }
 
 /// Sets the sampled parameters of `params` to combination `c` of `g`.
-inline void decode(param_grid const& g, compiled_operator const& op, std::uint32_t c, std::vector<attr_value>& params) {
+inline void decode(const param_grid& g, const compiled_operator& op, std::uint32_t c, std::vector<attr_value>& params) {
   for (std::uint32_t k = 0; k < g.n; ++k) {
-    auto const& p = op.params[g.index[k]];
-    auto const at = c % g.size[k];
+    const auto& p = op.params[g.index[k]];
+    const auto at = c % g.size[k];
     c /= g.size[k];
-    params[g.index[k]] = p.domain == dsl::domain_kind::set ? p.members[at]
-                                                           : attr_value(std::get<std::int64_t>(p.lo) + static_cast<std::int64_t>(at));
+    params[g.index[k]] = p.domain == dsl::domain_kind::set
+                             ? p.members[at]
+                             : attr_value(std::get<std::int64_t>(p.lo) + static_cast<std::int64_t>(at));
   }
 }
 
@@ -575,19 +579,19 @@ inline void decode(param_grid const& g, compiled_operator const& op, std::uint32
 /// draw re-evaluates only what it can change. A condition reading no sampled parameter that
 /// fails decides the stage for every draw: the loop stops there.
 template <match_adapter A, class URBG>
-[[nodiscard]] reject_stage evaluate_constraints(compiled_operator const& op, A const& a, bindings& b, URBG& rng,
+[[nodiscard]] reject_stage evaluate_constraints(const compiled_operator& op, A const& a, bindings& b, URBG& rng,
                                                 workspace& ws, unsigned draws) {
   sample_params(op, rng, b.params);
   if (!op.sampled_params || draws <= 1) {  // one check: in the conditions' own order
     sample_site_params(op, a, b, rng, ws);
     return check_constraints(op, a, b, ws);
   }
-  auto const E = make_env(op, a, b);
+  const auto E = make_env(op, a, b);
   // Ranges computed from the site: once (they read no sampled parameter).
-  bool const ranges_hold = detail::site_ranges(op, E, b, ws);
+  const bool ranges_hold = detail::site_ranges(op, E, b, ws);
   detail::draw_site_params(ws, b, rng);
   // The input conditions no draw changes: once.
-  for (auto const& c : op.input)
+  for (const auto& c : op.input)
     if (!c.reads_sampled && !holds(c, E, ws)) return reject_stage::input;
   if (!ranges_hold) return reject_stage::input;
   // What no draw changes after the input stage: decided once, when a draw first passes
@@ -663,7 +667,7 @@ template <match_adapter A, class URBG>
 /// bindings. The prefilter is not applied here (see `construct`). Allocation-free after
 /// warm-up (externs aside).
 template <match_adapter A, class URBG>
-[[nodiscard]] reject_stage evaluate(compiled_operator const& op, A const& a, edge_id anchor, bindings& b, URBG& rng,
+[[nodiscard]] reject_stage evaluate(const compiled_operator& op, A const& a, edge_id anchor, bindings& b, URBG& rng,
                                     workspace& ws, unsigned draws = default_param_draws) {
   if (!match_pattern(op, a, anchor, b, ws)) return reject_stage::pattern;
   return evaluate_constraints(op, a, b, rng, ws, draws);
@@ -672,12 +676,12 @@ template <match_adapter A, class URBG>
 /// The conditions `evaluate` deferred (those reading replacement values), with the states
 /// of replacement values supplied by `probe`. Returns `accepted`, `internal` or `output`.
 template <match_adapter A>
-[[nodiscard]] reject_stage evaluate_deferred(compiled_operator const& op, A const& a, bindings const& b,
-                                             probe_source const& probe, workspace& ws) {
-  auto const E = make_env(op, a, b, &probe);
-  for (auto const& c : op.internal)
+[[nodiscard]] reject_stage evaluate_deferred(const compiled_operator& op, A const& a, const bindings& b,
+                                             const probe_source& probe, workspace& ws) {
+  const auto E = make_env(op, a, b, &probe);
+  for (const auto& c : op.internal)
     if (c.needs_probe && !holds(c, E, ws)) return reject_stage::internal;
-  for (auto const& c : op.output)
+  for (const auto& c : op.output)
     if (c.needs_probe && !holds(c, E, ws)) return reject_stage::output;
   return reject_stage::accepted;
 }
@@ -687,19 +691,19 @@ template <match_adapter A>
 /// (`refuted`: a metadata-only conjunct is false). Conditions reading values, strides,
 /// aliasing or externs stay for `evaluate_deferred`. Returns `accepted`, `internal` or `output`.
 template <match_adapter A>
-[[nodiscard]] reject_stage refute_deferred(compiled_operator const& op, A const& a, bindings const& b,
-                                           probe_source const& inferred, workspace& ws) {
-  auto const E = make_env(op, a, b, &inferred);
-  for (auto const& c : op.internal)
+[[nodiscard]] reject_stage refute_deferred(const compiled_operator& op, A const& a, const bindings& b,
+                                           const probe_source& inferred, workspace& ws) {
+  const auto E = make_env(op, a, b, &inferred);
+  for (const auto& c : op.internal)
     if (c.needs_probe && refuted(c, E, ws)) return reject_stage::internal;
-  for (auto const& c : op.output)
+  for (const auto& c : op.output)
     if (c.needs_probe && refuted(c, E, ws)) return reject_stage::output;
   return reject_stage::accepted;
 }
 
 template <match_adapter A>
-[[nodiscard]] std::optional<attr_value> evaluate_value(program const& p, compiled_operator const& op, A const& a,
-                                                       bindings const& b, std::size_t run, workspace& ws);
+[[nodiscard]] std::optional<attr_value> evaluate_value(const program& p, const compiled_operator& op, A const& a,
+                                                       const bindings& b, std::size_t run, workspace& ws);
 
 /// Whether the replacement of `op` means the same thing on every profiling run: an argument
 /// computed from the seed's state (`dim(%y, -1)`, `shape(%y)`) becomes a constant of the
@@ -714,10 +718,10 @@ template <match_adapter A>
 /// on every run, so it is left to the operator's output constraint (`shape(%r) == shape(%y)`),
 /// which the backend decides on inferred shapes before execution (dsl/spec.md section 15).
 template <match_adapter A>
-[[nodiscard]] bool same_on_every_run(compiled_operator const& op, A const& a, bindings const& b, workspace& ws) {
+[[nodiscard]] bool same_on_every_run(const compiled_operator& op, A const& a, const bindings& b, workspace& ws) {
   if (!op.replacement_reads_state) return true;
-  auto const E = make_env(op, a, b);
-  auto invariant = [&](program const& p) {
+  const auto E = make_env(op, a, b);
+  auto invariant = [&](const program& p) {
     if (!p.reads_state) return true;
     std::size_t const runs = detail::run_count(p, E);
     if (runs < 2) return true;
@@ -726,21 +730,22 @@ template <match_adapter A>
       if (evaluate_value(p, op, a, b, r, ws) != first) return false;
     return true;
   };
-  for (auto const& rn : op.replacement.nodes) {
-    for (auto const& t : rn.args)
+  for (const auto& rn : op.replacement.nodes) {
+    for (const auto& t : rn.args)
       if (t.k == template_arg::kind::expr && t.expr && !invariant(*t.expr)) return false;
     // reshape_like bakes the whole shape of its pattern value.
     if (rn.helper && rn.op == "tfg::reshape_like" && rn.args.size() > 1 && rn.args[1].k == template_arg::kind::value &&
         rn.args[1].slot < op.pattern_value_count) {
-      auto const e = b.values[rn.args[1].slot];
+      const auto e = b.values[rn.args[1].slot];
       if (e == graph::no_edge) continue;
-      auto const& runs = a.profile(e).runs;
+      const auto& runs = a.profile(e).runs;
       for (std::size_t r = 1; r < runs.size(); ++r)
         if (runs[r].shape != runs[0].shape) return false;
     }
   }
-  for (auto const& rw : op.replacement.rewires)
-    if (rw.which && rw.which->k == template_arg::kind::expr && rw.which->expr && !invariant(*rw.which->expr)) return false;
+  for (const auto& rw : op.replacement.rewires)
+    if (rw.which && rw.which->k == template_arg::kind::expr && rw.which->expr && !invariant(*rw.which->expr))
+      return false;
   return true;
 }
 
@@ -748,12 +753,12 @@ template <match_adapter A>
 /// `run`, as an attr_value (ints, floats, bools, int/float lists; dtype etc. as words are
 /// not produced: such arguments are constants). nullopt when it faults.
 template <match_adapter A>
-[[nodiscard]] std::optional<attr_value> evaluate_value(program const& p, compiled_operator const& op, A const& a,
-                                                       bindings const& b, std::size_t run, workspace& ws) {
-  auto const E = make_env(op, a, b);
+[[nodiscard]] std::optional<attr_value> evaluate_value(const program& p, const compiled_operator& op, A const& a,
+                                                       const bindings& b, std::size_t run, workspace& ws) {
+  const auto E = make_env(op, a, b);
   ws.scratch.clear();
   ws.stack.clear();
-  val const v = detail::eval_node(p, p.root, E, run, ws);
+  const val v = detail::eval_node(p, p.root, E, run, ws);
   switch (v.k) {
     case vk::boolean: return attr_value(v.b);
     case vk::integer: return attr_value(v.i);
@@ -780,7 +785,7 @@ template <match_adapter A>
       }
       std::vector<double> out;
       for (std::uint32_t i = 0; i < v.len; ++i) {
-        auto const& x = ws.scratch[v.off + i];
+        const auto& x = ws.scratch[v.off + i];
         if (!detail::numeric(x)) return std::nullopt;
         out.push_back(detail::as_double(x));
       }

@@ -30,9 +30,9 @@ namespace tfg::match {
 struct pool {
   std::vector<compiled_operator> operators;  ///< in file order (sorted paths), then declaration order
   requirement_table requirements;
-  std::vector<std::string> diagnostics;      ///< formatted: "file:line:col: error[E...]: ..." + snippet
-  std::size_t files = 0;                     ///< files read
-  std::size_t errors = 0;                    ///< error diagnostics
+  std::vector<std::string> diagnostics;  ///< formatted: "file:line:col: error[E...]: ..." + snippet
+  std::size_t files = 0;                 ///< files read
+  std::size_t errors = 0;                ///< error diagnostics
   /// Operators `keep_available` took out: their `requires` device is absent here.
   std::vector<compiled_operator> unavailable;
   [[nodiscard]] bool ok() const noexcept { return errors == 0; }
@@ -59,13 +59,13 @@ std::size_t keep_available(pool& p, Pred&& available) {
 }
 
 namespace detail {
-inline bool under_requirements(std::filesystem::path const& rel) {
-  for (auto const& part : rel)
+inline bool under_requirements(const std::filesystem::path& rel) {
+  for (const auto& part : rel)
     if (part == "requirements") return true;
   return false;
 }
-inline bool names_extra(std::filesystem::path const& p) {
-  for (auto const& part : p)
+inline bool names_extra(const std::filesystem::path& p) {
+  for (const auto& part : p)
     if (part == "extra") return true;
   return false;
 }
@@ -79,27 +79,27 @@ inline bool names_extra(std::filesystem::path const& p) {
 /// already declared is dropped with an E019 diagnostic. A path may also name one `.tfg`
 /// file; a missing path or another kind of file is E048, and paths that declare nothing at
 /// all are E049. Never throws. O(total size of the files).
-[[nodiscard]] inline pool load_pool(std::vector<std::filesystem::path> const& dirs, symbol_table& symbols,
-                                    extern_registry const& externs = {}) noexcept {
+[[nodiscard]] inline pool load_pool(const std::vector<std::filesystem::path>& dirs, symbol_table& symbols,
+                                    const extern_registry& externs = {}) noexcept {
   pool out;
   try {
     std::vector<std::filesystem::path> req_files, op_files;
-    for (auto const& dir : dirs) {
+    for (const auto& dir : dirs) {
       std::error_code ec;
       if (std::filesystem::is_regular_file(dir, ec) && dir.extension() == ".tfg") {
         (detail::under_requirements(dir.parent_path()) ? req_files : op_files).push_back(dir);
         continue;
       }
       if (!std::filesystem::is_directory(dir, ec)) {
-        out.diagnostics.push_back(dir.string() + ": error[E048]: " +
-                                  (std::filesystem::exists(dir, ec) ? "not a folder or a .tfg file\n"
-                                                                    : "no such folder or file\n"));
+        out.diagnostics.push_back(
+            dir.string() + ": error[E048]: " +
+            (std::filesystem::exists(dir, ec) ? "not a folder or a .tfg file\n" : "no such folder or file\n"));
         ++out.errors;
         continue;
       }
       // An `extra/` folder below the given one holds opt-in operators: it is read only when
       // named itself (`--ops operators/extra`), never on the way through `operators/`.
-      bool const opted_in = detail::names_extra(dir.lexically_normal());
+      const bool opted_in = detail::names_extra(dir.lexically_normal());
       for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
            !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
         if (!opted_in && it->is_directory() && it->path().filename() == "extra") {
@@ -114,7 +114,7 @@ inline bool names_extra(std::filesystem::path const& p) {
     std::sort(req_files.begin(), req_files.end());
     std::sort(op_files.begin(), op_files.end());
     std::map<std::string, std::string> seen;  // operator -> "file:line:col"
-    auto load = [&](std::filesystem::path const& f) {
+    auto load = [&](const std::filesystem::path& f) {
       std::ifstream in(f, std::ios::binary);
       std::ostringstream os;
       os << in.rdbuf();
@@ -155,18 +155,18 @@ inline bool names_extra(std::filesystem::path const& p) {
       }
       for (auto& [op, rule] : compiled.requirements.nan_rules) out.requirements.nan_rules.emplace(op, rule);
     };
-    for (auto const& f : req_files) load(f);
-    for (auto const& f : op_files) load(f);
+    for (const auto& f : req_files) load(f);
+    for (const auto& f : op_files) load(f);
     // Nothing declared at all (an empty folder, files with only a header) is a mistake the
     // user wants to hear about, not "0 of 0 examples".
     if (out.errors == 0 && out.operators.empty() && out.requirements.by_op.empty()) {
       std::string where;
-      for (auto const& d : dirs) where += (where.empty() ? "" : ", ") + d.string();
+      for (const auto& d : dirs) where += (where.empty() ? "" : ", ") + d.string();
       out.diagnostics.push_back(where + ": error[E049]: no operator or requirement declaration in " +
                                 std::to_string(out.files) + " .tfg file(s)\n");
       ++out.errors;
     }
-  } catch (std::exception const& e) {
+  } catch (const std::exception& e) {
     try {
       out.diagnostics.push_back(std::string("error[E000]: internal error: ") + e.what() + "\n");
       ++out.errors;

@@ -102,10 +102,52 @@ static_assert(sizeof(val) == 32 && std::is_trivially_copyable_v<val>);
 
 /// Built-in function ids, in the order of `dsl::builtins`.
 enum class bfn : std::uint8_t {
-  rank, shape, dim, numel, dtype, is_floating, device, layout, contiguous, channels_last, strides,
-  storage_offset, aliased, same_storage, finite, has_nan, has_inf, min, max, mean, max_abs, scalar, zeros,
-  equal_values, requires_grad, broadcastable, any_record, uses, consumers, op, is_input, is_output, same_args, is_none,
-  len, prod, repeat, imin, imax, ipow, abs, pow2, dtype_max, dtype_tiny, count, nodes,
+  rank,
+  shape,
+  dim,
+  numel,
+  dtype,
+  is_floating,
+  device,
+  layout,
+  contiguous,
+  channels_last,
+  strides,
+  storage_offset,
+  aliased,
+  same_storage,
+  finite,
+  has_nan,
+  has_inf,
+  min,
+  max,
+  mean,
+  max_abs,
+  scalar,
+  zeros,
+  equal_values,
+  requires_grad,
+  broadcastable,
+  any_record,
+  uses,
+  consumers,
+  op,
+  is_input,
+  is_output,
+  same_args,
+  is_none,
+  len,
+  prod,
+  repeat,
+  imin,
+  imax,
+  ipow,
+  abs,
+  pow2,
+  dtype_max,
+  dtype_tiny,
+  count,
+  nodes,
 };
 static_assert(dsl::builtins.size() == static_cast<std::size_t>(bfn::nodes) + 1);
 static_assert(dsl::builtins[static_cast<std::size_t>(bfn::is_none)].name == "is_none");
@@ -117,7 +159,7 @@ static_assert(dsl::builtins[static_cast<std::size_t>(bfn::dtype_tiny)].name == "
 /// none was recorded) or a plain value.
 struct extern_arg {
   edge_id edge = graph::no_edge;
-  state::tensor_state const* state = nullptr;
+  const state::tensor_state* state = nullptr;
   attr_value value;
 };
 
@@ -130,7 +172,7 @@ class extern_registry {
  public:
   void add(std::string name, extern_fn fn) { fns_[std::move(name)] = std::make_shared<extern_fn>(std::move(fn)); }
   [[nodiscard]] std::shared_ptr<const extern_fn> find(std::string_view name) const {
-    auto const it = fns_.find(std::string(name));
+    const auto it = fns_.find(std::string(name));
     return it == fns_.end() ? nullptr : it->second;
   }
 
@@ -140,16 +182,29 @@ class extern_registry {
 
 /// Program node opcodes.
 enum class pop : std::uint8_t {
-  lit,         ///< `lit` (strings point into `program::strings`)
-  value,       ///< `%v`: slot
-  param,       ///< `$p`: slot (operator parameter or requirement constant)
-  list,        ///< kids[first .. first+count)
-  call,        ///< built-in `fn` over kids
-  ext,         ///< extern `slot` (index into program::externs) over kids
-  index,       ///< a[b]
-  lnot, neg,   ///< unary on a
-  lor, land,   ///< short-circuit on a, b
-  eq, ne, lt, le, gt, ge, in, add, sub, mul, div, mod,
+  lit,    ///< `lit` (strings point into `program::strings`)
+  value,  ///< `%v`: slot
+  param,  ///< `$p`: slot (operator parameter or requirement constant)
+  list,   ///< kids[first .. first+count)
+  call,   ///< built-in `fn` over kids
+  ext,    ///< extern `slot` (index into program::externs) over kids
+  index,  ///< a[b]
+  lnot,
+  neg,  ///< unary on a
+  lor,
+  land,  ///< short-circuit on a, b
+  eq,
+  ne,
+  lt,
+  le,
+  gt,
+  ge,
+  in,
+  add,
+  sub,
+  mul,
+  div,
+  mod,
 };
 
 /// `pnode::fast`: how the interpreter may evaluate a node without the general tree walk
@@ -172,8 +227,27 @@ struct pnode {
 
 /// One instruction of a marked node's integer code (postfix over a small stack of int64).
 struct icode {
-  enum class op : std::uint8_t { lit, param, rank, numel, dim, imin, imax, ipow, add, sub, mul, mod, neg,
-                                 eq, ne, lt, le, gt, ge };
+  enum class op : std::uint8_t {
+    lit,
+    param,
+    rank,
+    numel,
+    dim,
+    imin,
+    imax,
+    ipow,
+    add,
+    sub,
+    mul,
+    mod,
+    neg,
+    eq,
+    ne,
+    lt,
+    le,
+    gt,
+    ge
+  };
   op o = op::lit;
   std::uint32_t slot = 0;  ///< param: parameter slot; rank, numel, dim: value slot
   std::int64_t v = 0;      ///< lit
@@ -213,11 +287,33 @@ struct conjunct {
 /// aliasing, gradient state and the numbers are not inferred.
 [[nodiscard]] constexpr bool reads_metadata_only(bfn f) noexcept {
   switch (f) {
-    case bfn::rank: case bfn::shape: case bfn::dim: case bfn::numel: case bfn::dtype: case bfn::is_floating:
-    case bfn::device: case bfn::layout: case bfn::broadcastable: case bfn::any_record: case bfn::uses: case bfn::consumers:
-    case bfn::op: case bfn::is_input: case bfn::is_output: case bfn::same_args: case bfn::is_none: case bfn::len: case bfn::prod: case bfn::repeat:
-    case bfn::imin: case bfn::imax: case bfn::ipow:
-    case bfn::abs: case bfn::pow2: case bfn::dtype_max: case bfn::dtype_tiny: return true;
+    case bfn::rank:
+    case bfn::shape:
+    case bfn::dim:
+    case bfn::numel:
+    case bfn::dtype:
+    case bfn::is_floating:
+    case bfn::device:
+    case bfn::layout:
+    case bfn::broadcastable:
+    case bfn::any_record:
+    case bfn::uses:
+    case bfn::consumers:
+    case bfn::op:
+    case bfn::is_input:
+    case bfn::is_output:
+    case bfn::same_args:
+    case bfn::is_none:
+    case bfn::len:
+    case bfn::prod:
+    case bfn::repeat:
+    case bfn::imin:
+    case bfn::imax:
+    case bfn::ipow:
+    case bfn::abs:
+    case bfn::pow2:
+    case bfn::dtype_max:
+    case bfn::dtype_tiny: return true;
     default: return false;
   }
 }
@@ -227,13 +323,13 @@ struct program {
   std::vector<pnode> nodes;
   std::vector<std::uint32_t> kids;
   std::uint32_t root = 0;
-  std::vector<std::uint32_t> slots;  ///< value slots mentioned (sorted, unique)
-  bool reads_state = false;          ///< some state built-in or extern is called
-  bool needs_probe = false;          ///< mentions a replacement value (deferred to the probe)
-  bool reads_sampled = false;        ///< mentions a sampled parameter (a redraw may change it)
+  std::vector<std::uint32_t> slots;                  ///< value slots mentioned (sorted, unique)
+  bool reads_state = false;                          ///< some state built-in or extern is called
+  bool needs_probe = false;                          ///< mentions a replacement value (deferred to the probe)
+  bool reads_sampled = false;                        ///< mentions a sampled parameter (a redraw may change it)
   std::shared_ptr<std::deque<std::string>> strings;  ///< string literals (stable storage)
   std::vector<std::shared_ptr<const extern_fn>> externs;
-  std::string text;                  ///< source position, for reports ("file:line:col")
+  std::string text;  ///< source position, for reports ("file:line:col")
   /// The top-level `&&` chain of `root`, in evaluation order (filled by `flatten`; empty:
   /// evaluate `root` as a tree). Evaluating the conjuncts left to right, stopping at the
   /// first that is false, visits exactly what the tree evaluation visits.
@@ -244,14 +340,16 @@ struct program {
 
 /// Whether the subtree of `p` rooted at node `root` calls only metadata built-ins and no
 /// extern (`reads_metadata_only`).
-[[nodiscard]] inline bool metadata_only(program const& p, std::uint32_t root) {
+[[nodiscard]] inline bool metadata_only(const program& p, std::uint32_t root) {
   std::vector<std::uint32_t> todo{root};
   while (!todo.empty()) {
-    auto const i = todo.back();
+    const auto i = todo.back();
     todo.pop_back();
-    auto const& n = p.nodes[i];
+    const auto& n = p.nodes[i];
     switch (n.op) {
-      case pop::lit: case pop::value: case pop::param: break;
+      case pop::lit:
+      case pop::value:
+      case pop::param: break;
       case pop::ext: return false;
       case pop::call:
         if (!reads_metadata_only(n.fn)) return false;
@@ -259,7 +357,8 @@ struct program {
       case pop::list:
         for (std::uint32_t k = 0; k < n.count; ++k) todo.push_back(p.kids[n.first + k]);
         break;
-      case pop::lnot: case pop::neg: todo.push_back(n.a); break;
+      case pop::lnot:
+      case pop::neg: todo.push_back(n.a); break;
       default: todo.push_back(n.a), todo.push_back(n.b); break;
     }
   }
@@ -274,7 +373,7 @@ struct program {
 template <class IntParam>
 void mark_fast(program& p, IntParam&& int_param) {
   auto is_int = [&](std::uint32_t i) { return p.nodes[i].fast == fast_form::int_expr; };
-  auto kid = [&](pnode const& n, std::uint32_t k) { return p.kids[n.first + k]; };
+  auto kid = [&](const pnode& n, std::uint32_t k) { return p.kids[n.first + k]; };
   for (std::uint32_t i = 0; i < p.nodes.size(); ++i) {
     auto& n = p.nodes[i];
     bool in = false, cmp = false;
@@ -283,17 +382,26 @@ void mark_fast(program& p, IntParam&& int_param) {
       case pop::param: in = int_param(n.slot); break;
       case pop::call:
         switch (n.fn) {
-          case bfn::rank: case bfn::numel: in = n.count == 1 && p.nodes[kid(n, 0)].op == pop::value; break;
+          case bfn::rank:
+          case bfn::numel: in = n.count == 1 && p.nodes[kid(n, 0)].op == pop::value; break;
           case bfn::dim: in = n.count == 2 && p.nodes[kid(n, 0)].op == pop::value && is_int(kid(n, 1)); break;
-          case bfn::imin: case bfn::imax: case bfn::ipow: in = n.count == 2 && is_int(kid(n, 0)) && is_int(kid(n, 1)); break;
+          case bfn::imin:
+          case bfn::imax:
+          case bfn::ipow: in = n.count == 2 && is_int(kid(n, 0)) && is_int(kid(n, 1)); break;
           default: break;
         }
         break;
       case pop::neg: in = is_int(n.a); break;
-      case pop::add: case pop::sub: case pop::mul: case pop::mod: in = is_int(n.a) && is_int(n.b); break;
-      case pop::eq: case pop::ne: case pop::lt: case pop::le: case pop::gt: case pop::ge:
-        cmp = is_int(n.a) && is_int(n.b);
-        break;
+      case pop::add:
+      case pop::sub:
+      case pop::mul:
+      case pop::mod: in = is_int(n.a) && is_int(n.b); break;
+      case pop::eq:
+      case pop::ne:
+      case pop::lt:
+      case pop::le:
+      case pop::gt:
+      case pop::ge: cmp = is_int(n.a) && is_int(n.b); break;
       default: break;
     }
     n.fast = in ? fast_form::int_expr : cmp ? fast_form::int_cmp : fast_form::none;
@@ -303,7 +411,7 @@ void mark_fast(program& p, IntParam&& int_param) {
   // on its own); the nodes inside are reached only through it. A node whose code would be too
   // deep gets none, and the tree walk evaluates it.
   std::vector<char> inner(p.nodes.size(), 0);
-  for (auto const& n : p.nodes) {
+  for (const auto& n : p.nodes) {
     if (n.fast != fast_form::int_expr) continue;
     if (n.op == pop::call)
       for (std::uint32_t k = 0; k < n.count; ++k) inner[kid(n, k)] = 1;
@@ -330,7 +438,10 @@ void mark_fast(program& p, IntParam&& int_param) {
       switch (n.op) {
         case pop::lit: push({icode::op::lit, 0, n.lit.i}, 1); return;
         case pop::param: push({icode::op::param, n.slot, 0}, 1); return;
-        case pop::neg: self(self, n.a); push({icode::op::neg, 0, 0}, 0); return;
+        case pop::neg:
+          self(self, n.a);
+          push({icode::op::neg, 0, 0}, 0);
+          return;
         case pop::add: binop(icode::op::add); return;
         case pop::sub: binop(icode::op::sub); return;
         case pop::mul: binop(icode::op::mul); return;
@@ -346,7 +457,10 @@ void mark_fast(program& p, IntParam&& int_param) {
           switch (n.fn) {
             case bfn::rank: push({icode::op::rank, slot0, 0}, 1); return;
             case bfn::numel: push({icode::op::numel, slot0, 0}, 1); return;
-            case bfn::dim: self(self, kid(n, 1)); push({icode::op::dim, slot0, 0}, 0); return;
+            case bfn::dim:
+              self(self, kid(n, 1));
+              push({icode::op::dim, slot0, 0}, 0);
+              return;
             default: break;
           }
           self(self, kid(n, 0));
@@ -419,7 +533,7 @@ inline void flatten(program& p) {
   // In-order walk of the `&&` tree (left before right).
   std::vector<std::uint32_t> todo{p.root};
   while (!todo.empty()) {
-    auto const i = todo.back();
+    const auto i = todo.back();
     todo.pop_back();
     if (p.nodes[i].op == pop::land) {
       todo.push_back(p.nodes[i].b);

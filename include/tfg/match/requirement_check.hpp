@@ -10,7 +10,7 @@
 namespace tfg::match {
 
 enum class requirement_outcome : std::uint8_t {
-  none,   ///< no requirement applies to the node (no declaration, or none binds)
+  none,  ///< no requirement applies to the node (no declaration, or none binds)
   holds,
   fails,
 };
@@ -23,19 +23,19 @@ enum class requirement_outcome : std::uint8_t {
 /// the states may be inferred ones of values that have not run (shape and dtype only): a
 /// condition fails only when its metadata refutes it (`refuted`), and `holds` means "not refuted".
 template <match_adapter A>
-[[nodiscard]] requirement_outcome evaluate_requirement(requirement_table const& table, A const& a, node_id n,
+[[nodiscard]] requirement_outcome evaluate_requirement(const requirement_table& table, A const& a, node_id n,
                                                        workspace& ws, edge_id subst_from = graph::no_edge,
-                                                       state::edge_profile const* subst_to = nullptr,
-                                                       compiled_requirement const** failed = nullptr,
+                                                       const state::edge_profile* subst_to = nullptr,
+                                                       const compiled_requirement** failed = nullptr,
                                                        bool refute_only = false) {
-  auto const* alts = table.find(a.op_symbol(n));
+  const auto* alts = table.find(a.op_symbol(n));
   if (!alts) return requirement_outcome::none;
   auto carries_tensor = [&](edge_id e) {
     auto const& p = e == subst_from && subst_to ? *subst_to : a.profile(e);
     return p.runs.empty() || p.runs.front().kind == state::value_kind::tensor;
   };
   std::size_t const nargs = a.arg_count(n);
-  for (auto const& rq : *alts) {
+  for (const auto& rq : *alts) {
     if (rq.rest ? nargs < rq.args.size() : nargs != rq.args.size()) continue;
     std::vector<edge_id> values(rq.value_slots, graph::no_edge);
     std::vector<std::pair<std::uint32_t, std::uint32_t>> lists(rq.value_slots, {0u, UINT32_MAX});
@@ -43,8 +43,8 @@ template <match_adapter A>
     std::vector<attr_value> consts(rq.const_slots);
     bool ok = true;
     for (std::size_t i = 0; i < rq.args.size() && ok; ++i) {
-      arg_view const& av = a.arg(n, i);
-      auto const slot = rq.arg_slot[i];
+      const arg_view& av = a.arg(n, i);
+      const auto slot = rq.arg_slot[i];
       switch (rq.args[i]) {
         case dsl::req_arg_kind::tensor:
           // A `%x` argument binds a tensor: an edge that carries a scalar (the int of
@@ -61,7 +61,7 @@ template <match_adapter A>
           ok = av.how == arg_view::form::list;
           if (ok) {
             lists[slot] = {static_cast<std::uint32_t>(list_edges.size()), static_cast<std::uint32_t>(av.items.size())};
-            for (auto const& it : av.items) {
+            for (const auto& it : av.items) {
               ok = ok && it.how == arg_view::form::edge;
               list_edges.push_back(it.edge);
             }
@@ -72,8 +72,8 @@ template <match_adapter A>
             consts[slot] = av.value;
           } else if (av.how == arg_view::form::list) {
             std::vector<std::int64_t> xs;
-            for (auto const& it : av.items) {
-              auto const* c = it.how == arg_view::form::constant ? std::get_if<std::int64_t>(&it.value) : nullptr;
+            for (const auto& it : av.items) {
+              const auto* c = it.how == arg_view::form::constant ? std::get_if<std::int64_t>(&it.value) : nullptr;
               if (!c) {
                 ok = false;
                 break;
@@ -91,7 +91,7 @@ template <match_adapter A>
     }
     if (!ok) continue;
     detail::env<A> E{a, values, consts, nullptr, lists, list_edges, UINT32_MAX, nullptr, subst_from, subst_to};
-    for (auto const& c : rq.conditions)
+    for (const auto& c : rq.conditions)
       if (refute_only ? refuted(c, E, ws) : !holds(c, E, ws)) {
         if (failed) *failed = &rq;
         return requirement_outcome::fails;
@@ -111,28 +111,28 @@ template <match_adapter A>
 /// (the probe executes them). With `refute_only` (inferred states, before execution) a
 /// requirement fails only when its metadata refutes it. Allocates (probe stage only).
 template <match_adapter A>
-[[nodiscard]] reject_stage check_rewired_consumers(compiled_operator const& op, A const& a, bindings const& b,
-                                                   requirement_table const& table, probe_source const* probe,
+[[nodiscard]] reject_stage check_rewired_consumers(const compiled_operator& op, A const& a, const bindings& b,
+                                                   const requirement_table& table, const probe_source* probe,
                                                    workspace& ws, node_id* failed_node = nullptr,
-                                                   compiled_requirement const** failed = nullptr,
+                                                   const compiled_requirement** failed = nullptr,
                                                    bool refute_only = false) {
-  auto const& g = a.graph();
+  const auto& g = a.graph();
   std::vector<node_id> deleted;
-  for (auto const slot : op.replacement.deletes)
+  for (const auto slot : op.replacement.deletes)
     if (slot < b.values.size() && b.values[slot] != graph::no_edge) deleted.push_back(g.producer(b.values[slot]));
-  for (auto const& rw : op.replacement.rewires) {
-    edge_id const src = b.values[rw.source];
+  for (const auto& rw : op.replacement.rewires) {
+    const edge_id src = b.values[rw.source];
     if (src == graph::no_edge) continue;
-    state::edge_profile const* to = nullptr;
+    const state::edge_profile* to = nullptr;
     if (rw.target >= op.pattern_value_count) to = probe ? probe->profile(rw.target) : nullptr;
     else if (b.values[rw.target] != graph::no_edge) to = &a.profile(b.values[rw.target]);
     if (!to) continue;  // nothing to substitute: the probe did not produce the target
     std::vector<node_id> targets;
-    for (auto const u : g.consumers(src))
+    for (const auto u : g.consumers(src))
       if (std::find(targets.begin(), targets.end(), u.node) == targets.end()) targets.push_back(u.node);
     if (!rw.all && rw.which) {
       node_id pick = graph::no_node;
-      auto const& w = *rw.which;
+      const auto& w = *rw.which;
       if (w.k == template_arg::kind::value) {
         if (w.slot < b.values.size() && b.values[w.slot] != graph::no_edge) pick = g.producer(b.values[w.slot]);
       } else {
@@ -140,12 +140,12 @@ template <match_adapter A>
         if (w.k == template_arg::kind::constant) idx = w.constant;
         if (w.k == template_arg::kind::param && w.slot < b.params.size()) idx = b.params[w.slot];
         if (w.k == template_arg::kind::expr && w.expr) idx = evaluate_value(*w.expr, op, a, b, 0, ws);
-        auto const* i = idx ? std::get_if<std::int64_t>(&*idx) : nullptr;
+        const auto* i = idx ? std::get_if<std::int64_t>(&*idx) : nullptr;
         if (i && *i >= 0 && static_cast<std::size_t>(*i) < targets.size()) pick = targets[static_cast<std::size_t>(*i)];
       }
       targets.assign(pick == graph::no_node ? 0 : 1, pick);
     }
-    for (auto const n : targets) {
+    for (const auto n : targets) {
       if (std::find(deleted.begin(), deleted.end(), n) != deleted.end()) continue;
       if (evaluate_requirement(table, a, n, ws, src, to, failed, refute_only) == requirement_outcome::fails) {
         if (failed_node) *failed_node = n;

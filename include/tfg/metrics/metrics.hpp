@@ -56,8 +56,8 @@ inline constexpr std::uint32_t layout_classes = 4;
 inline constexpr std::uint32_t device_classes = 3;
 /// Size of the tensor part of one data-flow signature: rank-shape x dtype (with `other`) x
 /// value x layout x device x aliased x requires_grad.
-inline constexpr double signature_tensor_space = double(rank_shape_classes) * (dtype_classes + 1) * value_classes *
-                                                 layout_classes * device_classes * 2 * 2;
+inline constexpr double signature_tensor_space =
+    double(rank_shape_classes) * (dtype_classes + 1) * value_classes * layout_classes * device_classes * 2 * 2;
 
 /// Rank-shape class of a shape, in [0, rank_shape_classes).
 [[nodiscard]] inline std::uint32_t rank_shape_class(std::span<const std::int64_t> shape) noexcept {
@@ -111,8 +111,8 @@ enum class param_kind : std::uint8_t {
 };
 
 [[nodiscard]] constexpr std::string_view name(param_kind k) noexcept {
-  constexpr std::string_view names[] = {"bool",     "int",         "float",  "Scalar", "int[]",
-                                        "float[]",  "ScalarType",  "Layout", "Device", "MemoryFormat"};
+  constexpr std::string_view names[] = {"bool",    "int",        "float",  "Scalar", "int[]",
+                                        "float[]", "ScalarType", "Layout", "Device", "MemoryFormat"};
   return names[static_cast<int>(k)];
 }
 
@@ -218,11 +218,11 @@ struct param_slot {
 
 /// One operator of the universe U.
 struct op_space {
-  std::string name;                  ///< `aten::conv2d`
-  std::vector<std::string> inputs;   ///< tensor input slot names (each has input_classes classes)
-  std::vector<param_slot> params;    ///< parameter slots
+  std::string name;                    ///< `aten::conv2d`
+  std::vector<std::string> inputs;     ///< tensor input slot names (each has input_classes classes)
+  std::vector<param_slot> params;      ///< parameter slots
   std::vector<std::string> overloads;  ///< overload names counted as DFSD paths ("" = default)
-  bool produces_tensor = false;      ///< some overload returns a tensor (valid as a producer)
+  bool produces_tensor = false;        ///< some overload returns a tensor (valid as a producer)
 
   [[nodiscard]] bool consumes_tensor() const noexcept { return !inputs.empty(); }
   [[nodiscard]] std::size_t input_space() const noexcept { return inputs.size() * input_classes; }
@@ -236,29 +236,31 @@ struct op_space {
 /// The fixed test space all ratios are taken over. Build the op list, then call finalize()
 /// (sorts names, removes duplicates, computes the derived totals); `tracker` finalizes a copy.
 struct test_space {
-  std::vector<op_space> ops;         ///< U, sorted by name after finalize()
-  std::vector<std::string> apis;     ///< API-coverage denominator: registered operator names, sorted
+  std::vector<op_space> ops;      ///< U, sorted by name after finalize()
+  std::vector<std::string> apis;  ///< API-coverage denominator: registered operator names, sorted
 
   // Derived by finalize():
-  std::size_t input_slots = 0;       ///< sum of |inputs| over U
-  std::size_t input_values = 0;      ///< input_slots * input_classes
-  std::size_t param_slots = 0;       ///< sum of |params| over U
-  std::size_t param_values = 0;      ///< sum of bins over all parameter slots
-  std::size_t producers = 0;         ///< operators of U that produce a tensor
-  std::size_t consumers = 0;         ///< operators of U with a tensor input
-  std::size_t valid_pairs = 0;       ///< producers * consumers: the LSC denominator
-  double dfsd_space = 0;             ///< sum over valid pairs (p, c) of max(1, |overloads(c)|) * signature_tensor_space
+  std::size_t input_slots = 0;   ///< sum of |inputs| over U
+  std::size_t input_values = 0;  ///< input_slots * input_classes
+  std::size_t param_slots = 0;   ///< sum of |params| over U
+  std::size_t param_values = 0;  ///< sum of bins over all parameter slots
+  std::size_t producers = 0;     ///< operators of U that produce a tensor
+  std::size_t consumers = 0;     ///< operators of U with a tensor input
+  std::size_t valid_pairs = 0;   ///< producers * consumers: the LSC denominator
+  double dfsd_space = 0;         ///< sum over valid pairs (p, c) of max(1, |overloads(c)|) * signature_tensor_space
 
   void finalize() {
     std::sort(ops.begin(), ops.end(), [](const op_space& a, const op_space& b) { return a.name < b.name; });
-    ops.erase(std::unique(ops.begin(), ops.end(), [](const op_space& a, const op_space& b) { return a.name == b.name; }),
-              ops.end());
+    ops.erase(
+        std::unique(ops.begin(), ops.end(), [](const op_space& a, const op_space& b) { return a.name == b.name; }),
+        ops.end());
     input_slots = input_values = param_slots = param_values = producers = consumers = 0;
     double paths = 0;
     for (auto& o : ops) {
       std::sort(o.inputs.begin(), o.inputs.end());
       o.inputs.erase(std::unique(o.inputs.begin(), o.inputs.end()), o.inputs.end());
-      std::sort(o.params.begin(), o.params.end(), [](const param_slot& a, const param_slot& b) { return a.key() < b.key(); });
+      std::sort(o.params.begin(), o.params.end(),
+                [](const param_slot& a, const param_slot& b) { return a.key() < b.key(); });
       o.params.erase(std::unique(o.params.begin(), o.params.end(),
                                  [](const param_slot& a, const param_slot& b) { return a.key() == b.key(); }),
                      o.params.end());
@@ -282,7 +284,8 @@ struct test_space {
 
   /// Index of operator `name` in ops, or nullopt when it is outside U. O(log |U|).
   [[nodiscard]] std::optional<std::size_t> find(std::string_view name) const {
-    auto it = std::lower_bound(ops.begin(), ops.end(), name, [](const op_space& o, std::string_view n) { return o.name < n; });
+    auto it = std::lower_bound(ops.begin(), ops.end(), name,
+                               [](const op_space& o, std::string_view n) { return o.name < n; });
     if (it == ops.end() || it->name != name) return std::nullopt;
     return static_cast<std::size_t>(it - ops.begin());
   }
@@ -341,9 +344,13 @@ struct snapshot {
 }
 
 [[nodiscard]] inline nlohmann::json to_json(const snapshot& s) {
-  return {{"lic", s.lic},          {"lpc", s.lpc},   {"lsc", s.lsc},
-          {"dfsd", s.dfsd},        {"signatures", s.signatures},
-          {"apis", s.apis},        {"api_coverage", s.api_coverage},
+  return {{"lic", s.lic},
+          {"lpc", s.lpc},
+          {"lsc", s.lsc},
+          {"dfsd", s.dfsd},
+          {"signatures", s.signatures},
+          {"apis", s.apis},
+          {"api_coverage", s.api_coverage},
           {"test_cases", s.test_cases}};
 }
 
@@ -457,7 +464,8 @@ class tracker {
   [[nodiscard]] static tracker from_json(const nlohmann::json& j, test_space space) {
     tracker t(std::move(space));
     try {
-      if (!j.is_object() || j.value("version", 0) != 1) throw std::invalid_argument("metrics: unknown checkpoint version");
+      if (!j.is_object() || j.value("version", 0) != 1)
+        throw std::invalid_argument("metrics: unknown checkpoint version");
       t.test_cases_ = j.at("test_cases").get<std::size_t>();
       for (const auto& [op, slots] : j.at("inputs").items())
         for (const auto& [slot, cls] : slots.items())
@@ -470,7 +478,8 @@ class tracker {
         const auto a = site.find('\t'), b = a == std::string::npos ? a : site.find('\t', a + 1);
         if (b == std::string::npos) throw std::invalid_argument("metrics: bad signature site '" + site + "'");
         for (const auto& h : hashes)
-          t.add_signature(site.substr(0, a), site.substr(a + 1, b - a - 1), site.substr(b + 1), unhex(h.get<std::string>()));
+          t.add_signature(site.substr(0, a), site.substr(a + 1, b - a - 1), site.substr(b + 1),
+                          unhex(h.get<std::string>()));
       }
       for (const auto& a : j.at("apis")) t.apis_.insert(a.get<std::string>());
     } catch (const nlohmann::json::exception& e) {
@@ -527,7 +536,8 @@ class tracker {
   void add_pair(std::string_view producer, std::string_view consumer) {
     if (auto k = valid_pair(producer, consumer)) pairs_.insert(*k);
   }
-  void add_signature(const std::string& producer, const std::string& consumer, const std::string& overload, std::uint64_t h) {
+  void add_signature(const std::string& producer, const std::string& consumer, const std::string& overload,
+                     std::uint64_t h) {
     all_signatures_.insert(h);
     by_site_[producer + '\t' + consumer + '\t' + overload].insert(h);
     const auto k = valid_pair(producer, consumer);

@@ -27,26 +27,25 @@ namespace tfg::oracle {
 
 /// What kind of misbehaviour a finding is (symptom classes of 6.1 item 6 plus oracle verdicts).
 enum class finding_kind : std::uint8_t {
-  crash,          ///< killed by a signal (SIGSEGV, SIGBUS, SIGFPE, SIGILL, ...)
-  abort,          ///< SIGABRT / failed internal CHECK
-  exception,      ///< uncaught framework exception (e.g. c10::Error) in one configuration
-  hang,           ///< timeout confirmed by a rerun
-  out_of_memory,  ///< RSS watchdog or allocator OOM
-  nan_inf,        ///< NaN or Inf in one configuration only
-  numeric,        ///< finite values differ beyond tolerance between two configurations
-  state,          ///< dtype / shape / structure / RNG state differs
-  metamorphic,    ///< a metamorphic relation is violated
-  performance,    ///< a performance anomaly between configurations
-  memory,         ///< memory-safety error (sanitizer report, double free, ...)
-  nan_vanished,   ///< a NaN entered an operator documented to propagate it and did not come out
-  export_failure, ///< a configuration's exporter (torch.onnx.export) fails on a model eager runs
+  crash,           ///< killed by a signal (SIGSEGV, SIGBUS, SIGFPE, SIGILL, ...)
+  abort,           ///< SIGABRT / failed internal CHECK
+  exception,       ///< uncaught framework exception (e.g. c10::Error) in one configuration
+  hang,            ///< timeout confirmed by a rerun
+  out_of_memory,   ///< RSS watchdog or allocator OOM
+  nan_inf,         ///< NaN or Inf in one configuration only
+  numeric,         ///< finite values differ beyond tolerance between two configurations
+  state,           ///< dtype / shape / structure / RNG state differs
+  metamorphic,     ///< a metamorphic relation is violated
+  performance,     ///< a performance anomaly between configurations
+  memory,          ///< memory-safety error (sanitizer report, double free, ...)
+  nan_vanished,    ///< a NaN entered an operator documented to propagate it and did not come out
+  export_failure,  ///< a configuration's exporter (torch.onnx.export) fails on a model eager runs
 };
 
 inline constexpr finding_kind all_finding_kinds[] = {
-    finding_kind::crash,       finding_kind::abort,         finding_kind::exception,
-    finding_kind::hang,        finding_kind::out_of_memory, finding_kind::nan_inf,
-    finding_kind::numeric,     finding_kind::state,         finding_kind::metamorphic,
-    finding_kind::performance, finding_kind::memory,        finding_kind::nan_vanished,
+    finding_kind::crash,         finding_kind::abort,       finding_kind::exception, finding_kind::hang,
+    finding_kind::out_of_memory, finding_kind::nan_inf,     finding_kind::numeric,   finding_kind::state,
+    finding_kind::metamorphic,   finding_kind::performance, finding_kind::memory,    finding_kind::nan_vanished,
     finding_kind::export_failure};
 
 /// The stable spelling used in keys, the store and reports ("crash", "out_of_memory", ...).
@@ -70,8 +69,7 @@ inline constexpr finding_kind all_finding_kinds[] = {
 }
 
 /// Inverse of to_string; nullopt for any other text (exact, case-sensitive match).
-[[nodiscard]] constexpr std::optional<finding_kind> parse_finding_kind(
-    std::string_view s) noexcept {
+[[nodiscard]] constexpr std::optional<finding_kind> parse_finding_kind(std::string_view s) noexcept {
   for (finding_kind k : all_finding_kinds)
     if (to_string(k) == s) return k;
   return std::nullopt;
@@ -97,15 +95,9 @@ inline constexpr std::string_view export_failure_prefix = "export: ";
 
 namespace finding_detail {
 
-inline bool is_ident_char(char c) noexcept {
-  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
-}
-inline bool is_hex_char(char c) noexcept {
-  return std::isxdigit(static_cast<unsigned char>(c)) != 0;
-}
-inline bool is_space_char(char c) noexcept {
-  return std::isspace(static_cast<unsigned char>(c)) != 0;
-}
+inline bool is_ident_char(char c) noexcept { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; }
+inline bool is_hex_char(char c) noexcept { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }
+inline bool is_space_char(char c) noexcept { return std::isspace(static_cast<unsigned char>(c)) != 0; }
 
 inline std::string_view trim(std::string_view s) noexcept {
   while (!s.empty() && is_space_char(s.front())) s.remove_prefix(1);
@@ -115,12 +107,9 @@ inline std::string_view trim(std::string_view s) noexcept {
 
 /// Lines after which a message is backtrace noise rather than the error text.
 inline bool is_stop_line(std::string_view line) noexcept {
-  constexpr std::string_view stops[] = {"Exception raised from",
-                                        "frame #",
-                                        "Traceback",
-                                        "Stack trace",
-                                        "(no backtrace available)",
-                                        "The above operation failed"};
+  constexpr std::string_view stops[] = {
+      "Exception raised from",     "frame #", "Traceback", "Stack trace", "(no backtrace available)",
+      "The above operation failed"};
   for (std::string_view s : stops)
     if (line.starts_with(s)) return true;
   return false;
@@ -161,19 +150,19 @@ inline void mask_into(std::string_view s, std::string& out) {
       continue;
     }
     // Hex address "0x7ffd1234" (not part of an identifier).
-    if (c == '0' && i + 2 < s.size() && (s[i + 1] == 'x' || s[i + 1] == 'X') &&
-        is_hex_char(s[i + 2]) && !prev_is_ident()) {
+    if (c == '0' && i + 2 < s.size() && (s[i + 1] == 'x' || s[i + 1] == 'X') && is_hex_char(s[i + 2]) &&
+        !prev_is_ident()) {
       i += 2;
       while (i < s.size() && is_hex_char(s[i])) ++i;
       out += "ADDR";
       continue;
     }
     // Absolute path "/a/b/c.cpp": keep the basename; requires a second '/'.
-    if (c == '/' && (out.empty() || out.back() == ' ' || out.back() == '(' || out.back() == '"' ||
-                     out.back() == '\'' || out.back() == '=' || out.back() == '[')) {
+    if (c == '/' && (out.empty() || out.back() == ' ' || out.back() == '(' || out.back() == '"' || out.back() == '\'' ||
+                     out.back() == '=' || out.back() == '[')) {
       std::size_t j = i;
-      while (j < s.size() && !is_space_char(s[j]) && s[j] != '"' && s[j] != '\'' && s[j] != ')' &&
-             s[j] != ',' && s[j] != ']' && s[j] != ';')
+      while (j < s.size() && !is_space_char(s[j]) && s[j] != '"' && s[j] != '\'' && s[j] != ')' && s[j] != ',' &&
+             s[j] != ']' && s[j] != ';')
         ++j;
       const std::string_view path = s.substr(i, j - i);
       const auto last = path.rfind('/');
@@ -227,8 +216,7 @@ inline void mask_into(std::string_view s, std::string& out) {
     if ((std::isdigit(static_cast<unsigned char>(c)) != 0 && !prev_is_ident()) || sign) {
       std::size_t j = i + (sign ? 1 : 0);
       while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j])) != 0) ++j;
-      if (j + 1 < s.size() && s[j] == '.' &&
-          std::isdigit(static_cast<unsigned char>(s[j + 1])) != 0) {
+      if (j + 1 < s.size() && s[j] == '.' && std::isdigit(static_cast<unsigned char>(s[j + 1])) != 0) {
         ++j;
         while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j])) != 0) ++j;
       }
@@ -243,8 +231,7 @@ inline void mask_into(std::string_view s, std::string& out) {
       out += 'N';
       i = j;
       // "1x3x224x224" -> "NxNxNxN"
-      while (i + 1 < s.size() && s[i] == 'x' &&
-             std::isdigit(static_cast<unsigned char>(s[i + 1])) != 0) {
+      while (i + 1 < s.size() && s[i] == 'x' && std::isdigit(static_cast<unsigned char>(s[i + 1])) != 0) {
         i += 1;
         while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])) != 0) ++i;
         out += "xN";
@@ -387,10 +374,8 @@ struct finding_signature {
     }
     if (where.empty()) where = "unknown location";
     std::string configs;
-    if (!config_a.empty() && !config_b.empty())
-      configs = config_a + " vs " + config_b;
-    else
-      configs = config_a.empty() ? config_b : config_a;
+    if (!config_a.empty() && !config_b.empty()) configs = config_a + " vs " + config_b;
+    else configs = config_a.empty() ? config_b : config_a;
     const std::string paren = configs.empty() ? std::string{} : " (" + configs + ")";
     const std::string pre = symptom.empty() ? std::string{} : symptom + "-";
 
@@ -407,9 +392,7 @@ struct finding_signature {
       case finding_kind::crash:
       case finding_kind::abort:
       case finding_kind::hang:
-      case finding_kind::memory:
-        t = pre + std::string(to_string(kind)) + " in " + where + paren;
-        break;
+      case finding_kind::memory: t = pre + std::string(to_string(kind)) + " in " + where + paren; break;
       case finding_kind::out_of_memory: t = pre + "out-of-memory in " + where + paren; break;
       case finding_kind::exception:
         t = "exception in " + (culprit_op.empty() ? std::string("unknown op") : culprit_op);

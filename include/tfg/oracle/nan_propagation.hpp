@@ -81,9 +81,9 @@ using nan_rules = std::map<std::string, nan_spec, std::less<>>;
 struct nan_violation {
   graph::node_id node = graph::no_node;
   std::size_t run = 0;
-  std::uint64_t in_nan = 0;       ///< NaNs in the input that carried most
-  std::uint64_t expected = 0;     ///< at least this many in the output
-  std::uint64_t out_nan = 0;      ///< what came out
+  std::uint64_t in_nan = 0;    ///< NaNs in the input that carried most
+  std::uint64_t expected = 0;  ///< at least this many in the output
+  std::uint64_t out_nan = 0;   ///< what came out
   std::string message;
 };
 

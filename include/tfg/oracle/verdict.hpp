@@ -69,14 +69,14 @@ struct tolerance_table {
 
 /// What a comparison of configuration `b` against configuration `a` found, ordered by severity.
 enum class verdict_kind : std::uint8_t {
-  equal,             ///< bit-identical (NaN matching NaN, same shapes, dtypes and structure)
-  within_tolerance,  ///< every element close by the dtype's tolerance (or by the float64 reference)
-  numeric_mismatch,  ///< finite values differ beyond tolerance
-  nan_inf_mismatch,  ///< NaN or +-Inf appears at an element in one configuration only
-  state_mismatch,    ///< shape, dtype, structure (tuple arity, value kind) or output count differ
+  equal,                 ///< bit-identical (NaN matching NaN, same shapes, dtypes and structure)
+  within_tolerance,      ///< every element close by the dtype's tolerance (or by the float64 reference)
+  numeric_mismatch,      ///< finite values differ beyond tolerance
+  nan_inf_mismatch,      ///< NaN or +-Inf appears at an element in one configuration only
+  state_mismatch,        ///< shape, dtype, structure (tuple arity, value kind) or output count differ
   metamorphic_mismatch,  ///< a value-preserving mutation changed values (seed vs mutant, in exact arithmetic too)
-  error_in_one,      ///< exactly one configuration failed
-  error_in_both,     ///< both failed: usually an illegal mutant (a violated precondition)
+  error_in_one,          ///< exactly one configuration failed
+  error_in_both,         ///< both failed: usually an illegal mutant (a violated precondition)
 };
 
 [[nodiscard]] constexpr std::string_view to_string(verdict_kind k) noexcept {
@@ -116,13 +116,13 @@ inline constexpr std::size_t no_index = static_cast<std::size_t>(-1);
 /// difference prevents comparing outputs one by one).
 struct verdict {
   verdict_kind kind = verdict_kind::equal;
-  std::string config_a;                ///< the reference side
+  std::string config_a;  ///< the reference side
   std::string config_b;
-  std::size_t input_index = no_index;  ///< which profiling input; no_index: the whole run
-  std::size_t output_index = no_index; ///< which flattened output leaf; no_index: all of them
-  std::string output_path;             ///< the leaf's position in the returned structure (`1.0`)
-  double max_abs = 0;                  ///< max |a - b| over elements finite in both
-  double max_rel = 0;                  ///< max |a - b| / max(|a|, |b|) over those elements
+  std::size_t input_index = no_index;   ///< which profiling input; no_index: the whole run
+  std::size_t output_index = no_index;  ///< which flattened output leaf; no_index: all of them
+  std::string output_path;              ///< the leaf's position in the returned structure (`1.0`)
+  double max_abs = 0;                   ///< max |a - b| over elements finite in both
+  double max_rel = 0;                   ///< max |a - b| / max(|a|, |b|) over those elements
   /// The output comes (directly) from an op whose integer result depends on how ties break
   /// (argmax, argmin, topk, sort, max.dim, min.dim, ...): its integer values were not compared.
   bool tie_dependent = false;
@@ -130,7 +130,7 @@ struct verdict {
   /// failing configuration's own error names, -1 when it names none. Localisation takes it
   /// over a bisection, whose cuts change what an optimising configuration does.
   std::int64_t failed_at = -1;
-  std::string message;                 ///< one line for a human
+  std::string message;  ///< one line for a human
 
   [[nodiscard]] bool finding() const noexcept { return is_finding(kind); }
 };

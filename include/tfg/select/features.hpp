@@ -179,11 +179,9 @@ inline void normalise_influence(std::span<double> g) noexcept {
 
 /// Assembles a context from the coverage sets (scored against `counter`), the downstream
 /// impact P in [0, 1] and the normalised influence I in [0, 1]. O(|L| + |T| + |M|).
-[[nodiscard]] inline context make_context(const coverage_counter& counter, const feature_set& l,
-                                          const feature_set& t, const feature_set& m,
-                                          double downstream_impact, double influence) {
-  return context{{counter.diversity(l), counter.diversity(t), counter.diversity(m),
-                  downstream_impact, influence}};
+[[nodiscard]] inline context make_context(const coverage_counter& counter, const feature_set& l, const feature_set& t,
+                                          const feature_set& m, double downstream_impact, double influence) {
+  return context{{counter.diversity(l), counter.diversity(t), counter.diversity(m), downstream_impact, influence}};
 }
 
 // ---- ablation ----------------------------------------------------------------------------

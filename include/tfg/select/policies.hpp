@@ -50,9 +50,8 @@ inline constexpr std::size_t no_candidate = static_cast<std::size_t>(-1);
 ///   id, used by arm-based policies (context-only policies accept an empty span);
 /// - `update(chosen_context, arm, reward)` feeds back the reward of the executed candidate.
 template <class P>
-concept selection_policy = requires(P& p, std::span<const context> candidates,
-                                    std::span<const std::uint32_t> arms, rng& r,
-                                    const context& chosen, std::uint32_t arm, double reward) {
+concept selection_policy = requires(P& p, std::span<const context> candidates, std::span<const std::uint32_t> arms,
+                                    rng& r, const context& chosen, std::uint32_t arm, double reward) {
   { p.select(candidates, arms, r) } -> std::same_as<std::size_t>;
   { p.update(chosen, arm, reward) } -> std::same_as<void>;
 };
@@ -384,8 +383,7 @@ class fixed_priority {
 class one_shot {
  public:
   one_shot() = default;
-  explicit one_shot(std::span<const std::uint32_t> order)
-      : rank_(detail::arm_ranks(order)), listed_(order.size()) {}
+  explicit one_shot(std::span<const std::uint32_t> order) : rank_(detail::arm_ranks(order)), listed_(order.size()) {}
   explicit one_shot(std::initializer_list<std::uint32_t> order)
       : one_shot(std::span<const std::uint32_t>(order.begin(), order.size())) {}
 
@@ -430,13 +428,13 @@ class one_shot {
 /// generator calls these overloads when the policy has them (any_policy forwards them to the
 /// policies that have them, and drops the classes for the others).
 template <class P>
-concept class_aware_policy =
-    selection_policy<P> && requires(P& p, std::span<const context> candidates, std::span<const std::uint32_t> arms,
-                                    std::span<const std::uint64_t> classes, rng& r, const context& chosen,
-                                    std::uint32_t arm, std::uint64_t cls, double reward) {
-      { p.select(candidates, arms, classes, r) } -> std::same_as<std::size_t>;
-      { p.update(chosen, arm, cls, reward) } -> std::same_as<void>;
-    };
+concept class_aware_policy = selection_policy<P> &&
+    requires(P& p, std::span<const context> candidates, std::span<const std::uint32_t> arms,
+             std::span<const std::uint64_t> classes, rng& r, const context& chosen, std::uint32_t arm,
+             std::uint64_t cls, double reward) {
+  { p.select(candidates, arms, classes, r) } -> std::same_as<std::size_t>;
+  { p.update(chosen, arm, cls, reward) } -> std::same_as<void>;
+};
 
 /// Options of queue_scheduler.
 struct queue_options {
@@ -532,8 +530,7 @@ class queue_scheduler {
 };
 
 static_assert(selection_policy<linucb> && selection_policy<ucb1> && selection_policy<random_search> &&
-              selection_policy<fixed_priority> && selection_policy<one_shot> &&
-              class_aware_policy<queue_scheduler> && !class_aware_policy<linucb> &&
-              selection_policy<linucb_per_arm>);
+              selection_policy<fixed_priority> && selection_policy<one_shot> && class_aware_policy<queue_scheduler> &&
+              !class_aware_policy<linucb> && selection_policy<linucb_per_arm>);
 
 }  // namespace tfg::select

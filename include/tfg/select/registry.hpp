@@ -32,8 +32,8 @@ namespace tfg::select {
 class any_policy {
  public:
   template <class P>
-    requires(selection_policy<P> && !std::is_same_v<std::remove_cvref_t<P>, any_policy>)
-  any_policy(P policy) : impl_(std::make_unique<holder<P>>(std::move(policy))) {}  // NOLINT: implicit by design
+  requires(selection_policy<P> && !std::is_same_v<std::remove_cvref_t<P>, any_policy>) any_policy(P policy)
+      : impl_(std::make_unique<holder<P>>(std::move(policy))) {}  // NOLINT: implicit by design
 
   any_policy(any_policy&&) noexcept = default;
   any_policy& operator=(any_policy&&) noexcept = default;
@@ -91,11 +91,12 @@ struct policy_options {
 };
 
 /// The policy names make_policy knows, in the order tools list them.
-inline constexpr std::string_view policy_names[] = {"linucb", "linucb-op", "ucb1", "random", "queue", "fixed", "one-shot"};
+inline constexpr std::string_view policy_names[] = {"linucb", "linucb-op", "ucb1",    "random",
+                                                    "queue",  "fixed",     "one-shot"};
 
 /// The policy called `name`, or an error that lists the known names.
 [[nodiscard]] inline tfg::expected<any_policy, std::string> make_policy(std::string_view name,
-                                                                         const policy_options& o = {}) {
+                                                                        const policy_options& o = {}) {
   if (name == "linucb") {
     linucb_options lo;
     lo.alpha = o.alpha;
@@ -117,7 +118,8 @@ inline constexpr std::string_view policy_names[] = {"linucb", "linucb-op", "ucb1
   }
   if (name == "one-shot") return any_policy(one_shot());
   if (name == "queue") return any_policy(queue_scheduler());
-  return tfg::unexpected("unknown policy `" + std::string(name) + "` (linucb, linucb-op, ucb1, random, queue, fixed, one-shot)");
+  return tfg::unexpected("unknown policy `" + std::string(name) +
+                         "` (linucb, linucb-op, ucb1, random, queue, fixed, one-shot)");
 }
 
 /// The ablation called `name`, or an error that lists the known names.

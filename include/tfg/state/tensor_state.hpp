@@ -13,9 +13,7 @@
 
 namespace tfg::state {
 
-enum class dtype : std::uint8_t {
-  f16, bf16, f32, f64, c64, c128, i8, u8, i16, i32, i64, boolean, other
-};
+enum class dtype : std::uint8_t { f16, bf16, f32, f64, c64, c128, i8, u8, i16, i32, i64, boolean, other };
 enum class device_kind : std::uint8_t { cpu, cuda, other };
 enum class layout : std::uint8_t { strided, sparse, mkldnn, other };
 /// Memory format of a strided tensor: `contiguous` (row-major), `channels_last` (NHWC / NDHWC
@@ -26,7 +24,7 @@ enum class memory_format : std::uint8_t { contiguous, channels_last, strided };
 enum class value_kind : std::uint8_t { tensor, tensor_list, integer, floating, boolean, other, int_list };
 
 [[nodiscard]] constexpr std::string_view name(dtype d) noexcept {
-  constexpr std::string_view names[] = {"f16", "bf16", "f32", "f64", "c64",     "c128", "i8",
+  constexpr std::string_view names[] = {"f16", "bf16", "f32", "f64", "c64",  "c128", "i8",
                                         "u8",  "i16",  "i32", "i64", "bool", "other"};
   return names[static_cast<int>(d)];
 }
@@ -60,8 +58,9 @@ enum class value_kind : std::uint8_t { tensor, tensor_list, integer, floating, b
     default: return std::nullopt;
   }
 }
-static_assert(parse_dtype("f32") == dtype::f32 && parse_dtype("bf16") == dtype::bf16 && parse_dtype("i8") == dtype::i8 &&
-              parse_dtype("bool") == dtype::boolean && !parse_dtype("c64") && !parse_dtype("f8") && !parse_dtype("float"));
+static_assert(parse_dtype("f32") == dtype::f32 && parse_dtype("bf16") == dtype::bf16 &&
+              parse_dtype("i8") == dtype::i8 && parse_dtype("bool") == dtype::boolean && !parse_dtype("c64") &&
+              !parse_dtype("f8") && !parse_dtype("float"));
 [[nodiscard]] constexpr std::string_view name(device_kind d) noexcept {
   constexpr std::string_view names[] = {"cpu", "cuda", "other"};
   return names[static_cast<int>(d)];
@@ -96,9 +95,7 @@ struct numeric_summary {
   std::uint64_t content_hash = 0;
 
   [[nodiscard]] bool finite() const noexcept { return nan_count == 0 && inf_count == 0; }
-  [[nodiscard]] double max_abs() const noexcept {
-    return std::max(min < 0 ? -min : min, max < 0 ? -max : max);
-  }
+  [[nodiscard]] double max_abs() const noexcept { return std::max(min < 0 ? -min : min, max < 0 ? -max : max); }
 };
 
 struct device_id {

@@ -22,8 +22,7 @@
 
 namespace tfg::detail {
 
-[[noreturn]] inline void assert_failed(const char* cond, const char* msg, const char* file,
-                                       int line) noexcept {
+[[noreturn]] inline void assert_failed(const char* cond, const char* msg, const char* file, int line) noexcept {
   std::fprintf(stderr, "%s:%d: tfg assertion `%s' failed: %s\n", file, line, cond, msg);
   std::abort();
 }

@@ -18,8 +18,7 @@ namespace tfg {
 
 namespace atomic_file_detail {
 
-[[noreturn]] inline void throw_errno(int err, const std::string& what,
-                                     const std::filesystem::path& p) {
+[[noreturn]] inline void throw_errno(int err, const std::string& what, const std::filesystem::path& p) {
   throw std::system_error(err, std::generic_category(), what + " " + p.string());
 }
 
@@ -51,9 +50,8 @@ inline std::filesystem::path parent_or_dot(const std::filesystem::path& p) {
 inline void write_file_atomic(const std::filesystem::path& p, std::string_view bytes) {
   static std::atomic<unsigned> counter{0};
   const std::filesystem::path dir = atomic_file_detail::parent_or_dot(p);
-  const std::filesystem::path tmp =
-      dir / ("." + p.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
-             std::to_string(counter.fetch_add(1)));
+  const std::filesystem::path tmp = dir / ("." + p.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
+                                           std::to_string(counter.fetch_add(1)));
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) atomic_file_detail::throw_errno(errno, "create", tmp);
   const auto fail = [&](const char* what) {
@@ -88,8 +86,7 @@ inline void write_file_atomic(const std::filesystem::path& p, std::string_view b
 /// renames it into place and fsyncs the parent folder(s). Both must be on one file system.
 /// When `final_dir` already exists it is kept unchanged and `staging` is removed (on resume
 /// old artifacts win). Returns true when `staging` became `final_dir`. Throws std::system_error.
-inline bool publish_directory_atomic(const std::filesystem::path& staging,
-                                     const std::filesystem::path& final_dir) {
+inline bool publish_directory_atomic(const std::filesystem::path& staging, const std::filesystem::path& final_dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const auto discard_staging = [&] {
@@ -98,13 +95,10 @@ inline bool publish_directory_atomic(const std::filesystem::path& staging,
     return false;
   };
   if (fs::exists(final_dir)) return discard_staging();
-  for (auto it = fs::recursive_directory_iterator(staging);
-       it != fs::recursive_directory_iterator(); ++it) {
+  for (auto it = fs::recursive_directory_iterator(staging); it != fs::recursive_directory_iterator(); ++it) {
     if (it->is_symlink()) continue;
-    if (it->is_regular_file())
-      atomic_file_detail::fsync_path(it->path(), false);
-    else if (it->is_directory())
-      atomic_file_detail::fsync_path(it->path(), true);
+    if (it->is_regular_file()) atomic_file_detail::fsync_path(it->path(), false);
+    else if (it->is_directory()) atomic_file_detail::fsync_path(it->path(), true);
   }
   atomic_file_detail::fsync_path(staging, true);
   if (::rename(staging.c_str(), final_dir.c_str()) != 0) {

@@ -22,8 +22,7 @@ namespace tfg {
 template <class E>
 class unexpected {
  public:
-  constexpr explicit unexpected(E error) noexcept(std::is_nothrow_move_constructible_v<E>)
-      : error_(std::move(error)) {}
+  constexpr explicit unexpected(E error) noexcept(std::is_nothrow_move_constructible_v<E>) : error_(std::move(error)) {}
   constexpr const E& error() const& noexcept { return error_; }
   constexpr E& error() & noexcept { return error_; }
   constexpr E&& error() && noexcept { return std::move(error_); }
@@ -58,16 +57,14 @@ class expected {
 
   /// Success; implicit so that `return value;` works in a function returning expected.
   template <class U = T>
-    requires std::is_constructible_v<T, U&&> &&
-             (!std::is_same_v<std::remove_cvref_t<U>, expected>) &&
-             (!std::is_same_v<std::remove_cvref_t<U>, unexpected<E>>)
-  constexpr expected(U&& value) : state_(std::in_place_index<0>, std::forward<U>(value)) {}
+  requires std::is_constructible_v<T, U&&> &&(!std::is_same_v<std::remove_cvref_t<U>, expected>)&&(
+      !std::is_same_v<std::remove_cvref_t<U>, unexpected<E>>)constexpr expected(U&& value)
+      : state_(std::in_place_index<0>, std::forward<U>(value)) {}
 
   /// Failure; implicit so that `return tfg::unexpected{err};` works.
   template <class G>
-    requires std::is_constructible_v<E, G&&>
-  constexpr expected(unexpected<G> error)
-      : state_(std::in_place_index<1>, std::move(error).error()) {}
+  requires std::is_constructible_v<E, G&&>
+  constexpr expected(unexpected<G> error) : state_(std::in_place_index<1>, std::move(error).error()) {}
 
   constexpr bool has_value() const noexcept { return state_.index() == 0; }
   constexpr explicit operator bool() const noexcept { return has_value(); }

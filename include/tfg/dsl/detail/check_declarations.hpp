@@ -10,23 +10,24 @@ namespace tfg::dsl::detail {
 
 // ---- externs -----------------------------------------------------------------------------------
 
-inline void  checker::check_externs() {
+inline void checker::check_externs() {
   for (auto& ex : m_.externs) {
     if (find_builtin(ex.name.text)) {
-      error(errc::duplicate_extern, ex.name.loc,
-            "extern '" + ex.name.text + "' shadows the built-in of the same name");
+      error(errc::duplicate_extern, ex.name.loc, "extern '" + ex.name.text + "' shadows the built-in of the same name");
     } else if (!externs_.emplace(ex.name.text, &ex).second) {
       error(errc::duplicate_extern, ex.name.loc, "duplicate extern '" + ex.name.text + "'",
             {{"first declared here", externs_[ex.name.text]->name.loc}});
     }
     ex.resolved_params.clear();
-    for (auto const& t : ex.param_types) {
-      auto const* info = find_type_name(t.text);
-      if (!info) error(errc::bad_extern, t.loc, "unknown type '" + t.text + "' in extern signature", {{type_list(), std::nullopt}});
+    for (const auto& t : ex.param_types) {
+      const auto* info = find_type_name(t.text);
+      if (!info)
+        error(errc::bad_extern, t.loc, "unknown type '" + t.text + "' in extern signature",
+              {{type_list(), std::nullopt}});
       ex.resolved_params.push_back(info ? info->t : type{});
     }
     if (ex.result_type) {
-      auto const* info = find_type_name(ex.result_type->text);
+      const auto* info = find_type_name(ex.result_type->text);
       if (!info) {
         error(errc::bad_extern, ex.result_type->loc, "unknown type '" + ex.result_type->text + "' in extern signature",
               {{type_list(), std::nullopt}});
@@ -43,15 +44,15 @@ inline void  checker::check_externs() {
   }
 }
 
-inline std::string  checker::type_list() {
+inline std::string checker::type_list() {
   std::string s = "types are:";
-  for (auto const& t : type_names) s += std::string(" ") + std::string(t.name);
+  for (const auto& t : type_names) s += std::string(" ") + std::string(t.name);
   return s;
 }
 
 // ---- requirements ------------------------------------------------------------------------------
 
-inline void  checker::check_requirement(requirement_decl& rq) {
+inline void checker::check_requirement(requirement_decl& rq) {
   req_values_.clear();
   req_params_.clear();
   params_.clear();
@@ -60,13 +61,13 @@ inline void  checker::check_requirement(requirement_decl& rq) {
   check_op_name(rq.op.text, rq.op.loc, false);
   std::map<std::string, source_loc> seen;
   for (std::size_t i = 0; i < rq.args.size(); ++i) {
-    auto const& a = rq.args[i];
+    const auto& a = rq.args[i];
     if (a.kind == req_arg_kind::rest && i + 1 != rq.args.size())
       error(errc::bad_requirement_args, a.loc, "'...' must be the last requirement argument");
     if (a.name.text.empty()) continue;
-    bool const is_value = a.kind != req_arg_kind::constant;
+    const bool is_value = a.kind != req_arg_kind::constant;
     std::string const key = (is_value ? "%" : "$") + a.name.text;
-    auto const [it, fresh] = seen.emplace(a.name.text, a.name.loc);
+    const auto [it, fresh] = seen.emplace(a.name.text, a.name.loc);
     if (!fresh) {
       error(errc::bad_requirement_args, a.name.loc, "'" + key + "' is bound twice in the requirement's arguments",
             {{"first bound here", it->second}});
@@ -86,16 +87,17 @@ inline void  checker::check_requirement(requirement_decl& rq) {
     else
       for (std::size_t j = 0; j < i; ++j)
         if (rq.args[j].kind == req_arg_kind::optional_tensor || rq.args[j].kind == req_arg_kind::tensor_list)
-          error(errc::bad_requirement_args, rq.nan_from.loc,
-                "'from %" + rq.nan_from.text + "': an optional or list argument before it leaves its input position open",
-                {{"that argument", rq.args[j].loc}});
+          error(
+              errc::bad_requirement_args, rq.nan_from.loc,
+              "'from %" + rq.nan_from.text + "': an optional or list argument before it leaves its input position open",
+              {{"that argument", rq.args[j].loc}});
   }
   check_conditions(rq.conditions, expr_site::requirement);
 }
 
 // ---- operators ---------------------------------------------------------------------------------
 
-inline void  checker::check_operator(operator_decl& op) {
+inline void checker::check_operator(operator_decl& op) {
   params_.clear();
   used_params_.clear();
   pattern_values_.clear();
@@ -117,8 +119,7 @@ inline void  checker::check_operator(operator_decl& op) {
   check_anchor(op);
   check_computed_bounds(op);
   if (op.replace) check_replace(*op.replace);
-  else
-    error(errc::missing_replace, op.name.loc, "operator '" + op.name.text + "' has no 'replace' block");
+  else error(errc::missing_replace, op.name.loc, "operator '" + op.name.text + "' has no 'replace' block");
 
   if (op.require_input) check_conditions(op.require_input->conditions, expr_site::require_input);
   if (op.require_internal) check_conditions(op.require_internal->conditions, expr_site::require_later);
@@ -136,15 +137,15 @@ inline void  checker::check_operator(operator_decl& op) {
     error(errc::missing_example_no_match, op.name.loc, "operator '" + op.name.text + "' has no 'example no_match'",
           {{"every operator shows a graph its constraints reject", std::nullopt}});
 
-  for (auto const& p : op.params)
+  for (const auto& p : op.params)
     if (!used_params_.count(p.name.text) && params_[p.name.text] == &p)
       error(errc::unused_param, p.name.loc, "parameter '$" + p.name.text + "' is never used");
 }
 
 // ---- parameters --------------------------------------------------------------------------------
 
-inline void  checker::resolve_param(param_decl& p) {
-  auto const [it, fresh] = params_.emplace(p.name.text, &p);
+inline void checker::resolve_param(param_decl& p) {
+  const auto [it, fresh] = params_.emplace(p.name.text, &p);
   if (!fresh) {
     error(errc::duplicate_param, p.name.loc, "duplicate parameter '$" + p.name.text + "'",
           {{"first declared here", it->second->name.loc}});
@@ -153,7 +154,7 @@ inline void  checker::resolve_param(param_decl& p) {
   type declared;
   bool has_declared = false;
   if (p.type_name) {
-    auto const* info = find_type_name(p.type_name->text);
+    const auto* info = find_type_name(p.type_name->text);
     if (!info || !info->param_ok) {
       error(errc::bad_domain, p.type_name->loc,
             info ? "type '" + p.type_name->text + "' cannot be a parameter type"
@@ -185,7 +186,7 @@ inline void  checker::resolve_param(param_decl& p) {
       double bound[2] = {0, 0};
       // Bounds computed from the site (section 6, "Bounds read from the site"): checked as
       // expressions once the pattern's values are known (check_computed_bounds).
-      bool const computed = !std::all_of(p.domain_values.begin(), p.domain_values.end(), is_number_literal);
+      const bool computed = !std::all_of(p.domain_values.begin(), p.domain_values.end(), is_number_literal);
       if (computed) {
         if (!has_declared) {
           error(errc::bad_domain, p.domain_values.front().loc,
@@ -233,7 +234,7 @@ inline void  checker::resolve_param(param_decl& p) {
       bool have_elem = has_declared;
       std::set<std::string> seen;
       for (auto& v : p.domain_values) {
-        type const t = literal_type(v);
+        const type t = literal_type(v);
         if (t.kind == type_kind::unknown) {
           p.resolved = declared;
           return;  // already reported
@@ -273,18 +274,18 @@ inline void  checker::resolve_param(param_decl& p) {
   }
 }
 
-inline void  checker::check_computed_bounds(operator_decl& op) {
+inline void checker::check_computed_bounds(operator_decl& op) {
   // Parameters the pattern binds (arguments and op specs): the only ones a bound may read,
   // because they have their values before anything is sampled.
   std::set<std::string> matched;
-  auto collect = [&](auto&& self, expr const& e) -> void {
+  auto collect = [&](auto&& self, const expr& e) -> void {
     if (e.kind == expr_kind::param) matched.insert(e.text);
     for (auto const& a : e.args) self(self, a);
   };
   if (op.pattern)
-    for (auto const& n : op.pattern->nodes) {
+    for (const auto& n : op.pattern->nodes) {
       if (n.op.kind == op_spec_kind::param) matched.insert(n.op.param.text);
-      for (auto const& a : n.args) collect(collect, a);
+      for (const auto& a : n.args) collect(collect, a);
     }
   for (auto& p : op.params) {
     if (p.domain != domain_kind::range || p.resolved.kind == type_kind::unknown) continue;
@@ -296,10 +297,10 @@ inline void  checker::check_computed_bounds(operator_decl& op) {
     }
     // A derived parameter's two bounds are one expression: checked (and reported) once, then
     // the checked expression is its upper bound too.
-    std::span<expr> const bounds(p.domain_values.data(), p.derived ? std::size_t{1} : p.domain_values.size());
+    const std::span<expr> bounds(p.domain_values.data(), p.derived ? std::size_t{1} : p.domain_values.size());
     for (auto& v : bounds) {
       if (is_number_literal(v)) continue;
-      type const t = check_expr(v, expr_site::require_input);
+      const type t = check_expr(v, expr_site::require_input);
       if (t.kind == type_kind::unknown) continue;  // already reported
       if (!numeric(t) || (p.resolved.kind == type_kind::integer && t.kind != type_kind::integer)) {
         error(errc::bad_domain, v.loc,
@@ -308,14 +309,14 @@ inline void  checker::check_computed_bounds(operator_decl& op) {
         continue;
       }
       std::string sampled;
-      auto reads = [&](auto&& self, expr const& e) -> void {
+      auto reads = [&](auto&& self, const expr& e) -> void {
         if (e.kind == expr_kind::param && !matched.count(e.text) && sampled.empty()) sampled = e.text;
         for (auto const& a : e.args) self(self, a);
       };
       reads(reads, v);
       if (sampled.empty()) continue;
-      bool const reads_derived =
-          std::any_of(op.params.begin(), op.params.end(), [&](param_decl const& q) { return q.derived && q.name.text == sampled; });
+      const bool reads_derived = std::any_of(op.params.begin(), op.params.end(),
+                                             [&](const param_decl& q) { return q.derived && q.name.text == sampled; });
       error(errc::bad_domain, v.loc,
             "bound of '$" + p.name.text + "' reads '$" + sampled + "', which is " +
                 (reads_derived ? "derived from the site" : "sampled") + ", not bound by matching",
@@ -325,47 +326,47 @@ inline void  checker::check_computed_bounds(operator_decl& op) {
   }
 }
 
-inline type  checker::literal_type(expr& v) {
+inline type checker::literal_type(expr& v) {
   switch (v.kind) {
     case expr_kind::int_literal: return v.resolved = {type_kind::integer, false};
     case expr_kind::float_literal: return v.resolved = {type_kind::floating, false};
     case expr_kind::string_literal: return v.resolved = {type_kind::string, false};
     case expr_kind::name:
-      if (auto const k = find_literal(v.text)) return v.resolved = {*k, false};
+      if (const auto k = find_literal(v.text)) return v.resolved = {*k, false};
       unknown_name(v);
       return {};
     case expr_kind::op_name:
       if (!check_op_name(v.text, v.loc, false)) return {};
       return v.resolved = {type_kind::op, false};
-    default:
-      error(errc::bad_domain, v.loc, "domain values must be literals");
-      return {};
+    default: error(errc::bad_domain, v.loc, "domain values must be literals"); return {};
   }
 }
 
 // ---- op names ----------------------------------------------------------------------------------
 
-inline bool  checker::check_op_name(std::string const& name, source_loc loc, bool helpers_allowed) {
-  auto const sep = name.find("::");
+inline bool checker::check_op_name(const std::string& name, source_loc loc, bool helpers_allowed) {
+  const auto sep = name.find("::");
   std::string const ns = name.substr(0, sep);
-  auto const& extra = extra_op_namespaces();
+  const auto& extra = extra_op_namespaces();
   if (std::find(op_namespaces.begin(), op_namespaces.end(), ns) == op_namespaces.end() &&
       std::find(extra.begin(), extra.end(), ns) == extra.end()) {
     error(errc::bad_op_name, head(loc, static_cast<std::uint32_t>(sep)),
           "unknown op namespace '" + ns + "' in '" + name + "'",
-          {{"op names are written ns::name with ns one of aten, prim, quantized (tfg:: for helpers), or the namespace of a custom operator library registered in this process", std::nullopt}});
+          {{"op names are written ns::name with ns one of aten, prim, quantized (tfg:: for helpers), or the namespace "
+            "of a custom operator library registered in this process",
+            std::nullopt}});
     return false;
   }
   if (ns == "tfg") {
     // An activation form is also a value of op-typed parameters and expressions.
-    if (auto const* h = find_helper(name); h && h->activation) return true;
+    if (const auto* h = find_helper(name); h && h->activation) return true;
     if (!helpers_allowed) {
       error(errc::bad_helper, loc, "shape-adaptation helper '" + name + "' is only valid in 'replace'");
       return false;
     }
     if (!find_helper(name)) {
       std::string known = "helpers:";
-      for (auto const& h : helpers) known += std::string(" ") + std::string(h.name);
+      for (const auto& h : helpers) known += std::string(" ") + std::string(h.name);
       error(errc::bad_helper, loc, "unknown shape-adaptation helper '" + name + "'", {{known, std::nullopt}});
       return false;
     }
@@ -373,7 +374,7 @@ inline bool  checker::check_op_name(std::string const& name, source_loc loc, boo
   return true;
 }
 
-inline source_loc  checker::head(source_loc l, std::uint32_t n) {
+inline source_loc checker::head(source_loc l, std::uint32_t n) {
   l.len = std::min(l.len, n);
   return l;
 }

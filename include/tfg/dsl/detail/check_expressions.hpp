@@ -7,51 +7,53 @@ namespace tfg::dsl::detail {
 
 // ---- conditions and expressions ----------------------------------------------------------------
 
-inline void  checker::check_conditions(std::vector<expr>& conds, expr_site site) {
+inline void checker::check_conditions(std::vector<expr>& conds, expr_site site) {
   for (auto& c : conds) {
-    type const t = check_expr(c, site);
+    const type t = check_expr(c, site);
     if (t.kind != type_kind::unknown && !(t == type{type_kind::boolean, false}))
       error(errc::constraint_not_bool, c.loc, "condition has type " + std::string(spell(t)) + ", not bool",
             {{"each line of a condition block must be a boolean expression", std::nullopt}});
   }
 }
 
-inline bool  checker::numeric(type t) {
+inline bool checker::numeric(type t) {
   return !t.list && (t.kind == type_kind::integer || t.kind == type_kind::floating);
 }
 
-inline bool  checker::comparable(type a, type b) {
+inline bool checker::comparable(type a, type b) {
   if (unknown(a) || unknown(b)) return true;
   if (numeric(a) && numeric(b)) return true;
-  if (a.list && b.list) return a.kind == b.kind || a.kind == type_kind::unknown || b.kind == type_kind::unknown ||
-                               ((a.kind == type_kind::integer || a.kind == type_kind::floating) &&
-                                (b.kind == type_kind::integer || b.kind == type_kind::floating));
+  if (a.list && b.list)
+    return a.kind == b.kind || a.kind == type_kind::unknown || b.kind == type_kind::unknown ||
+           ((a.kind == type_kind::integer || a.kind == type_kind::floating) &&
+            (b.kind == type_kind::integer || b.kind == type_kind::floating));
   return a == b;
 }
 
-inline void  checker::unknown_name(expr const& e) {
+inline void checker::unknown_name(const expr& e) {
   std::vector<note> notes;
   if (find_builtin(e.text))
     notes.push_back({"'" + e.text + "' is a built-in function; call it, e.g. " + e.text + "(%x)", std::nullopt});
-  else if (params_.count(e.text))
-    notes.push_back({"did you mean the parameter '$" + e.text + "'?", std::nullopt});
+  else if (params_.count(e.text)) notes.push_back({"did you mean the parameter '$" + e.text + "'?", std::nullopt});
   else if (contains(pattern_values_, e.text) || contains(replace_values_, e.text))
     notes.push_back({"did you mean the value '%" + e.text + "'?", std::nullopt});
   else
-    notes.push_back({"literal names: true false none, dtypes (f32 f64 f16 bf16 i64 i32 i16 i8 u8 bool), "
-                     "devices (cpu cuda), layouts, memory formats",
-                     std::nullopt});
+    notes.push_back(
+        {"literal names: true false none, dtypes (f32 f64 f16 bf16 i64 i32 i16 i8 u8 bool), "
+         "devices (cpu cuda), layouts, memory formats",
+         std::nullopt});
   error(errc::unknown_name, e.loc, "unknown name '" + e.text + "'", std::move(notes));
 }
 
-inline void  checker::check_value_ref(expr& e, expr_site site) {
+inline void checker::check_value_ref(expr& e, expr_site site) {
   e.resolved = {type_kind::tensor, false};
-  bool const in_p = contains(pattern_values_, e.text);
-  bool const in_r = contains(replace_values_, e.text);
+  const bool in_p = contains(pattern_values_, e.text);
+  const bool in_r = contains(replace_values_, e.text);
   switch (site) {
     case expr_site::pattern_condition:
-      if (!in_p) error(errc::value_not_in_scope, e.loc, "value '%" + e.text + "' is not bound by the pattern",
-                       {{"values bound by the pattern: " + list_values(pattern_values_), std::nullopt}});
+      if (!in_p)
+        error(errc::value_not_in_scope, e.loc, "value '%" + e.text + "' is not bound by the pattern",
+              {{"values bound by the pattern: " + list_values(pattern_values_), std::nullopt}});
       return;
     case expr_site::require_input:
       if (in_p) return;
@@ -77,7 +79,7 @@ inline void  checker::check_value_ref(expr& e, expr_site site) {
       e.resolved = {};
       return;
     case expr_site::requirement: {
-      auto const it = req_values_.find(e.text);
+      const auto it = req_values_.find(e.text);
       if (it == req_values_.end()) {
         error(errc::value_not_in_scope, e.loc, "value '%" + e.text + "' is not bound by the requirement's arguments");
         e.resolved = {};
@@ -93,25 +95,23 @@ inline void  checker::check_value_ref(expr& e, expr_site site) {
   }
 }
 
-inline type  checker::check_expr(expr& e, expr_site site) {
+inline type checker::check_expr(expr& e, expr_site site) {
   type t = check_expr_impl(e, site);
   e.resolved = t;
   return t;
 }
 
-inline type  checker::check_expr_impl(expr& e, expr_site site) {
-  bool const in_example = site == expr_site::example_arg;
+inline type checker::check_expr_impl(expr& e, expr_site site) {
+  const bool in_example = site == expr_site::example_arg;
   switch (e.kind) {
     case expr_kind::int_literal: return {type_kind::integer, false};
     case expr_kind::float_literal: return {type_kind::floating, false};
     case expr_kind::string_literal: return {type_kind::string, false};
     case expr_kind::name:
-      if (auto const k = find_literal(e.text)) return {*k, false};
+      if (const auto k = find_literal(e.text)) return {*k, false};
       unknown_name(e);
       return {};
-    case expr_kind::value:
-      check_value_ref(e, site);
-      return e.resolved;
+    case expr_kind::value: check_value_ref(e, site); return e.resolved;
     case expr_kind::param: {
       if (in_example) {
         error(errc::bad_example_graph, e.loc, "example graphs cannot use parameters");
@@ -127,7 +127,7 @@ inline type  checker::check_expr_impl(expr& e, expr_site site) {
           error(errc::undeclared_param, e.loc, "'$" + e.text + "' is not bound by the requirement's arguments");
         return {};
       }
-      auto const* p = use_param(e);
+      const auto* p = use_param(e);
       return p ? p->resolved : type{};
     }
     case expr_kind::op_name:
@@ -142,7 +142,7 @@ inline type  checker::check_expr_impl(expr& e, expr_site site) {
       type elem;
       bool bad = false;
       for (auto& a : e.args) {
-        type const t = check_expr(a, site);
+        const type t = check_expr(a, site);
         if (unknown(t)) {
           bad = true;
           continue;
@@ -156,8 +156,9 @@ inline type  checker::check_expr_impl(expr& e, expr_site site) {
         else if (numeric(elem) && numeric(t)) {
           if (t.kind == type_kind::floating) elem = t;
         } else if (!(elem == t)) {
-          error(errc::type_error, a.loc,
-                "list element of type " + std::string(spell(t)) + " among elements of type " + std::string(spell(elem)));
+          error(
+              errc::type_error, a.loc,
+              "list element of type " + std::string(spell(t)) + " among elements of type " + std::string(spell(elem)));
           bad = true;
         }
       }
@@ -166,8 +167,8 @@ inline type  checker::check_expr_impl(expr& e, expr_site site) {
     }
     case expr_kind::call: return check_call(e, site);
     case expr_kind::index: {
-      type const base = check_expr(e.args[0], site);
-      type const idx = check_expr(e.args[1], site);
+      const type base = check_expr(e.args[0], site);
+      const type idx = check_expr(e.args[1], site);
       if (!unknown(idx) && !(idx == type{type_kind::integer, false})) {
         error(errc::type_error, e.args[1].loc, "index must be an int, not " + std::string(spell(idx)));
         return {};
@@ -180,7 +181,7 @@ inline type  checker::check_expr_impl(expr& e, expr_site site) {
       return {base.kind, false};
     }
     case expr_kind::unary: {
-      type const t = check_expr(e.args[0], site);
+      const type t = check_expr(e.args[0], site);
       if (unknown(t)) return {};
       if (e.op == op_code::logical_not) {
         if (t == type{type_kind::boolean, false}) return t;
@@ -196,7 +197,7 @@ inline type  checker::check_expr_impl(expr& e, expr_site site) {
   return {};
 }
 
-inline char const*  checker::spell_op(op_code op) {
+inline const char* checker::spell_op(op_code op) {
   switch (op) {
     case op_code::logical_or: return "||";
     case op_code::logical_and: return "&&";
@@ -219,20 +220,20 @@ inline char const*  checker::spell_op(op_code op) {
   return "?";
 }
 
-inline type  checker::check_binary(expr& e, expr_site site) {
-  type const a = check_expr(e.args[0], site);
-  type const b = check_expr(e.args[1], site);
+inline type checker::check_binary(expr& e, expr_site site) {
+  const type a = check_expr(e.args[0], site);
+  const type b = check_expr(e.args[1], site);
   std::string const op = spell_op(e.op);
-  auto mismatch = [&](std::string const& want) {
+  auto mismatch = [&](const std::string& want) {
     error(errc::type_error, e.loc,
           "operator '" + op + "' " + want + "; got " + std::string(spell(a)) + " and " + std::string(spell(b)));
     return type{};
   };
   if (unknown(a) || unknown(b)) {
     // Still report a known-bad side of && / ||.
-    return e.op == op_code::logical_and || e.op == op_code::logical_or || e.op == op_code::eq ||
-                   e.op == op_code::ne || e.op == op_code::lt || e.op == op_code::le || e.op == op_code::gt ||
-                   e.op == op_code::ge || e.op == op_code::in
+    return e.op == op_code::logical_and || e.op == op_code::logical_or || e.op == op_code::eq || e.op == op_code::ne ||
+                   e.op == op_code::lt || e.op == op_code::le || e.op == op_code::gt || e.op == op_code::ge ||
+                   e.op == op_code::in
                ? type{type_kind::boolean, false}
                : type{};
   }
@@ -265,9 +266,9 @@ inline type  checker::check_binary(expr& e, expr_site site) {
     case op_code::sub:
     case op_code::mul:
       if (numeric(a) && numeric(b))
-        return {a.kind == type_kind::floating || b.kind == type_kind::floating ? type_kind::floating
-                                                                               : type_kind::integer,
-                false};
+        return {
+            a.kind == type_kind::floating || b.kind == type_kind::floating ? type_kind::floating : type_kind::integer,
+            false};
       return mismatch("needs numbers");
     case op_code::div:
       if (numeric(a) && numeric(b)) return {type_kind::floating, false};
@@ -279,7 +280,7 @@ inline type  checker::check_binary(expr& e, expr_site site) {
   }
 }
 
-inline bool  checker::sig_accepts(sig s, type t) const {
+inline bool checker::sig_accepts(sig s, type t) const {
   switch (s) {
     case sig::tensor: return t == type{type_kind::tensor, false};
     case sig::integer: return t == type{type_kind::integer, false};
@@ -296,7 +297,7 @@ inline bool  checker::sig_accepts(sig s, type t) const {
   return false;
 }
 
-inline char const*  checker::spell_sig(sig s) {
+inline const char* checker::spell_sig(sig s) {
   switch (s) {
     case sig::tensor: return "a %value";
     case sig::integer: return "an int";
@@ -311,20 +312,20 @@ inline char const*  checker::spell_sig(sig s) {
   return "?";
 }
 
-inline void  checker::check_sig_arg(sig s, expr const& a, std::string_view fn, std::size_t i) {
-  type const t = a.resolved;
+inline void checker::check_sig_arg(sig s, const expr& a, std::string_view fn, std::size_t i) {
+  const type t = a.resolved;
   if (unknown(t)) return;
   if (!sig_accepts(s, t))
     error(errc::type_error, a.loc,
-          "argument " + std::to_string(i + 1) + " of '" + std::string(fn) + "' must be " + spell_sig(s) +
-              ", not " + std::string(spell(t)));
+          "argument " + std::to_string(i + 1) + " of '" + std::string(fn) + "' must be " + spell_sig(s) + ", not " +
+              std::string(spell(t)));
 }
 
 /// `arg(%y, i)`, a whole argument of a replacement node: the i-th argument of the pattern node
 /// producing %y, forwarded as the seed has it (an edge, a constant or a list).
 inline void checker::check_forward(expr& e) {
   e.resolved = {};
-  bool const ok = e.args.size() == 2 && e.args[0].kind == expr_kind::value && pattern_results_.count(e.args[0].text) &&
+  const bool ok = e.args.size() == 2 && e.args[0].kind == expr_kind::value && pattern_results_.count(e.args[0].text) &&
                   e.args[1].kind == expr_kind::int_literal && e.args[1].int_value >= 0;
   if (!ok)
     error(errc::bad_forward, e.loc,
@@ -333,7 +334,7 @@ inline void checker::check_forward(expr& e) {
             std::nullopt}});
 }
 
-inline type  checker::check_call(expr& e, expr_site site) {
+inline type checker::check_call(expr& e, expr_site site) {
   // A call its context forbids is reported alone; its arguments are not checked.
   auto check_args = [&] {
     for (auto& a : e.args) check_expr(a, site);
@@ -343,11 +344,12 @@ inline type  checker::check_call(expr& e, expr_site site) {
     return {};
   }
   if (e.text == "arg" && !find_builtin(e.text) && !externs_.count(e.text)) {
-    error(errc::bad_forward, e.loc, "arg() forwards a whole argument: it is allowed only as an argument of a replacement node",
+    error(errc::bad_forward, e.loc,
+          "arg() forwards a whole argument: it is allowed only as an argument of a replacement node",
           {{"write it alone, as in aten::reshape(%x, arg(%y, 1))", std::nullopt}});
     return {};
   }
-  if (auto const* b = find_builtin(e.text)) {
+  if (const auto* b = find_builtin(e.text)) {
     if (b->use == builtin_use::expect && site != expr_site::expect) {
       error(errc::unknown_builtin, e.loc, "'" + e.text + "' is only available in 'expect' blocks");
       return {};
@@ -364,9 +366,8 @@ inline type  checker::check_call(expr& e, expr_site site) {
     }
     check_args();
     if (b->name == "is_none") {
-      bool const ok = site == expr_site::requirement && e.args.size() == 1 &&
-                      e.args[0].kind == expr_kind::value && req_values_.count(e.args[0].text) &&
-                      req_values_[e.args[0].text] == req_arg_kind::optional_tensor;
+      const bool ok = site == expr_site::requirement && e.args.size() == 1 && e.args[0].kind == expr_kind::value &&
+                      req_values_.count(e.args[0].text) && req_values_[e.args[0].text] == req_arg_kind::optional_tensor;
       if (!ok) {
         error(errc::bad_is_none, e.loc, "is_none applies only to an optional requirement argument '%v?'");
         return {};
@@ -374,16 +375,16 @@ inline type  checker::check_call(expr& e, expr_site site) {
     }
     if (e.args.size() != b->arity) {
       error(errc::wrong_arity, e.loc,
-            "'" + e.text + "' takes " + std::to_string(b->arity) + " argument" + (b->arity == 1 ? "" : "s") +
-                ", got " + std::to_string(e.args.size()),
+            "'" + e.text + "' takes " + std::to_string(b->arity) + " argument" + (b->arity == 1 ? "" : "s") + ", got " +
+                std::to_string(e.args.size()),
             {{std::string(b->signature), std::nullopt}});
       return {};
     }
     for (std::size_t i = 0; i < e.args.size(); ++i) check_sig_arg(b->params[i], e.args[i], e.text, i);
     return b->result;
   }
-  if (auto const it = externs_.find(e.text); it != externs_.end()) {
-    auto const& ex = *it->second;
+  if (const auto it = externs_.find(e.text); it != externs_.end()) {
+    const auto& ex = *it->second;
     if (site == expr_site::expect) {
       error(errc::bad_expect, e.loc, "'expect' conditions cannot call externs");
       return {};
@@ -402,10 +403,11 @@ inline type  checker::check_call(expr& e, expr_site site) {
       return {};
     }
     for (std::size_t i = 0; i < e.args.size(); ++i) {
-      type const want = ex.resolved_params[i];
-      type const got = e.args[i].resolved;
+      const type want = ex.resolved_params[i];
+      const type got = e.args[i].resolved;
       if (unknown(want) || unknown(got)) continue;
-      bool const ok = want == got || (want == type{type_kind::floating, false} && got == type{type_kind::integer, false}) ||
+      const bool ok = want == got ||
+                      (want == type{type_kind::floating, false} && got == type{type_kind::integer, false}) ||
                       (want.list && got.list && got.kind == type_kind::unknown);
       if (!ok)
         error(errc::type_error, e.args[i].loc,

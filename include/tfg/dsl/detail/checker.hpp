@@ -17,7 +17,6 @@
 
 namespace tfg::dsl::detail {
 
-
 /// Where an expression appears; decides which values, parameters and built-ins it may use.
 enum class expr_site : std::uint8_t {
   pattern_condition,
@@ -38,7 +37,7 @@ class checker {
     check_externs();
     std::map<std::string, source_loc> names;
     for (auto& op : m_.operators) {
-      auto const [it, fresh] = names.emplace(op.name.text, op.name.loc);
+      const auto [it, fresh] = names.emplace(op.name.text, op.name.loc);
       if (!fresh)
         error(errc::duplicate_operator, op.name.loc, "duplicate operator '" + op.name.text + "'",
               {{"first defined here", it->second}});
@@ -51,14 +50,14 @@ class checker {
  private:
   module& m_;
   std::vector<diagnostic> diags_;
-  std::map<std::string, extern_decl const*> externs_;
+  std::map<std::string, const extern_decl*> externs_;
 
   // Per operator.
   std::map<std::string, param_decl*> params_;
   std::set<std::string> used_params_;
-  std::vector<std::string> pattern_values_;   ///< in order of first binding
-  std::vector<std::string> replace_values_;   ///< defined so far
-  std::set<std::string> pattern_results_;     ///< values produced by pattern nodes
+  std::vector<std::string> pattern_values_;  ///< in order of first binding
+  std::vector<std::string> replace_values_;  ///< defined so far
+  std::set<std::string> pattern_results_;    ///< values produced by pattern nodes
   std::set<std::string> example_values_;
 
   // Per requirement: bound `%values` (with their binding kind) and `$constants`.
@@ -69,17 +68,16 @@ class checker {
     diags_.push_back(make_error(e, at, std::move(msg), std::move(notes)));
   }
 
-  static bool contains(std::vector<std::string> const& v, std::string const& s) {
+  static bool contains(const std::vector<std::string>& v, const std::string& s) {
     return std::find(v.begin(), v.end(), s) != v.end();
   }
   /// "%x, %y" in sorted order, for notes.
   static std::string list_values(std::vector<std::string> v) {
     std::sort(v.begin(), v.end());
     std::string out;
-    for (auto const& s : v) out += (out.empty() ? "%" : ", %") + s;
+    for (const auto& s : v) out += (out.empty() ? "%" : ", %") + s;
     return out.empty() ? "(none)" : out;
   }
-
 
   // ---- externs -----------------------------------------------------------------------------
 
@@ -87,16 +85,13 @@ class checker {
 
   static std::string type_list();
 
-
   // ---- requirements ------------------------------------------------------------------------
 
   void check_requirement(requirement_decl& rq);
 
-
   // ---- operators ---------------------------------------------------------------------------
 
   void check_operator(operator_decl& op);
-
 
   // ---- parameters --------------------------------------------------------------------------
 
@@ -106,19 +101,17 @@ class checker {
   /// The type of a literal domain member; E018/E044/E008 otherwise (returns unknown).
   type literal_type(expr& v);
 
-
   // ---- op names ----------------------------------------------------------------------------
 
   /// E008 for an unknown namespace; E032 for a `tfg::` name unless helpers are allowed here
   /// (then the helper must exist).
-  bool check_op_name(std::string const& name, source_loc loc, bool helpers_allowed);
+  bool check_op_name(const std::string& name, source_loc loc, bool helpers_allowed);
 
   static source_loc head(source_loc l, std::uint32_t n);
 
-
   // ---- pattern -----------------------------------------------------------------------------
 
-  void bind_pattern_value(std::string const& v);
+  void bind_pattern_value(const std::string& v);
 
   void check_pattern(operator_decl& op);
 
@@ -126,26 +119,24 @@ class checker {
 
   void check_op_spec(op_spec& s, bool pattern);
 
-  static expr make_param_ref(symbol const& s);
+  static expr make_param_ref(const symbol& s);
 
-  param_decl const* use_param(expr& e);
+  const param_decl* use_param(expr& e);
 
   void check_anchor(operator_decl& op);
-
 
   // ---- replacement -------------------------------------------------------------------------
 
   void check_replace(replace_block& rb);
 
   /// `rewire consumer(%x, %y)`: %y must be the result of a pattern node that reads %x.
-  void check_consumer_ref(rewire_stmt const& rw, expr& which);
+  void check_consumer_ref(const rewire_stmt& rw, expr& which);
 
-  pattern_block const* current_pattern_ = nullptr;
+  const pattern_block* current_pattern_ = nullptr;
 
-  void unbound_in_replacement(symbol const& s);
+  void unbound_in_replacement(const symbol& s);
 
-  void check_helper_call(ir_node const& n);
-
+  void check_helper_call(const ir_node& n);
 
   // ---- conditions and expressions ----------------------------------------------------------
 
@@ -156,7 +147,7 @@ class checker {
   /// `a` and `b` may be compared with == / != (and `a in [b...]`).
   static bool comparable(type a, type b);
 
-  void unknown_name(expr const& e);
+  void unknown_name(const expr& e);
 
   void check_value_ref(expr& e, expr_site site);
 
@@ -165,25 +156,23 @@ class checker {
 
   type check_expr_impl(expr& e, expr_site site);
 
-  static char const* spell_op(op_code op);
+  static const char* spell_op(op_code op);
 
   type check_binary(expr& e, expr_site site);
 
   bool sig_accepts(sig s, type t) const;
 
-  static char const* spell_sig(sig s);
+  static const char* spell_sig(sig s);
 
-  void check_sig_arg(sig s, expr const& a, std::string_view fn, std::size_t i);
+  void check_sig_arg(sig s, const expr& a, std::string_view fn, std::size_t i);
 
   type check_call(expr& e, expr_site site);
 
   void check_forward(expr& e);
 
-
   // ---- examples ----------------------------------------------------------------------------
 
   void check_example(example_block& ex);
-
 };
 
 }  // namespace tfg::dsl::detail

@@ -25,7 +25,7 @@ BOOST_SPIRIT_DECLARE(operator_rule_type, extern_rule_type, requirement_rule_type
 }  // namespace tfg::dsl::detail::parser
 
 namespace tfg::dsl::detail {
-inline parser::operator_rule_type const& operator_grammar();
-inline parser::extern_rule_type const& extern_grammar();
-inline parser::requirement_rule_type const& requirement_grammar();
+inline const parser::operator_rule_type& operator_grammar();
+inline const parser::extern_rule_type& extern_grammar();
+inline const parser::requirement_rule_type& requirement_grammar();
 }  // namespace tfg::dsl::detail

@@ -16,16 +16,14 @@ namespace tfg::dsl::detail {
 inline constexpr bool is_ident_start(char c) noexcept {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
 }
-inline constexpr bool is_ident_char(char c) noexcept {
-  return is_ident_start(c) || (c >= '0' && c <= '9');
-}
+inline constexpr bool is_ident_char(char c) noexcept { return is_ident_start(c) || (c >= '0' && c <= '9'); }
 inline constexpr bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
 inline constexpr bool is_blank(char c) noexcept {
   return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v';
 }
 
 /// Skips blanks and `//` comments (including `///` doc comments).
-inline char const* skip_blanks(char const* p, char const* end) noexcept {
+inline const char* skip_blanks(const char* p, const char* end) noexcept {
   for (;;) {
     while (p != end && is_blank(*p)) ++p;
     if (end - p >= 2 && p[0] == '/' && p[1] == '/') {
@@ -37,17 +35,17 @@ inline char const* skip_blanks(char const* p, char const* end) noexcept {
 }
 
 /// True if the keyword `kw` starts at p and is not followed by an identifier character.
-inline bool keyword_at(char const* p, char const* end, std::string_view kw) noexcept {
+inline bool keyword_at(const char* p, const char* end, std::string_view kw) noexcept {
   if (static_cast<std::size_t>(end - p) < kw.size()) return false;
   if (std::string_view(p, kw.size()) != kw) return false;
   return p + kw.size() == end || !is_ident_char(p[kw.size()]);
 }
 
 /// The extent of the token starting at p (p must not point at a blank or comment).
-inline char const* token_end(char const* p, char const* end) noexcept {
+inline const char* token_end(const char* p, const char* end) noexcept {
   if (p == end) return p;
-  char const c = *p;
-  char const* q = p + 1;
+  const char c = *p;
+  const char* q = p + 1;
   if (is_ident_start(c) || c == '%' || c == '$') {
     while (q != end && (is_ident_char(*q) || (c == '%' && *q == '.'))) ++q;
     if (is_ident_start(c) && end - q >= 3 && q[0] == ':' && q[1] == ':' && is_ident_start(q[2])) {
@@ -74,9 +72,9 @@ inline char const* token_end(char const* p, char const* end) noexcept {
 }
 
 /// How an error message names the token at p: `'param'`, `'}'` or `end of input`.
-inline std::string describe_token(char const* p, char const* end) {
+inline std::string describe_token(const char* p, const char* end) {
   if (p == end) return "end of input";
-  char const* e = token_end(p, end);
+  const char* e = token_end(p, end);
   std::string tok(p, e);
   if (tok.size() > 24) tok = tok.substr(0, 21) + "...";
   return "'" + tok + "'";
@@ -86,11 +84,11 @@ inline std::string describe_token(char const* p, char const* end) {
 /// declaration: the first `operator`, `extern` or `requirement` that begins a line at brace
 /// depth 0.
 /// Precondition: braces are balanced (the pre-scan passed).
-inline char const* resync(char const* item, char const* end) noexcept {
+inline const char* resync(const char* item, const char* end) noexcept {
   int depth = 0;
   bool line_start = false;
-  for (char const* s = item == end ? end : item + 1; s != end;) {
-    char const c = *s;
+  for (const char* s = item == end ? end : item + 1; s != end;) {
+    const char c = *s;
     if (c == '\n') {
       line_start = true;
       ++s;
@@ -105,8 +103,7 @@ inline char const* resync(char const* item, char const* end) noexcept {
       continue;
     }
     if (depth == 0 && line_start &&
-        (keyword_at(s, end, "operator") || keyword_at(s, end, "extern") ||
-         keyword_at(s, end, "requirement")))
+        (keyword_at(s, end, "operator") || keyword_at(s, end, "extern") || keyword_at(s, end, "requirement")))
       return s;
     line_start = false;
     if (c == '"') {
@@ -122,44 +119,41 @@ inline char const* resync(char const* item, char const* end) noexcept {
 
 /// Result of the pre-scan.
 struct prescan_result {
-  char const* body = nullptr;  ///< where the declarations start (after the header)
+  const char* body = nullptr;  ///< where the declarations start (after the header)
   int version = 1;
-  bool fatal = false;          ///< braces/strings/nesting broken: do not run the grammar
+  bool fatal = false;  ///< braces/strings/nesting broken: do not run the grammar
 };
 
 /// Checks what the grammar cannot report well: the `tfg <version>` header (E004, E005),
 /// unterminated strings (E003), unbalanced braces (E002) and nesting depth (E007): brackets
 /// and prefix operators together.
 /// Brackets `(` `[` are counted for depth only; their balance is left to the grammar.
-inline prescan_result prescan(std::string_view text, line_index const& lines,
-                              std::vector<diagnostic>& out) {
-  char const* const begin = text.data();
-  char const* const end = begin + text.size();
-  auto loc = [&](char const* b, char const* e) {
+inline prescan_result prescan(std::string_view text, const line_index& lines, std::vector<diagnostic>& out) {
+  const char* const begin = text.data();
+  const char* const end = begin + text.size();
+  auto loc = [&](const char* b, const char* e) {
     return lines.locate(static_cast<std::uint32_t>(b - begin), static_cast<std::uint32_t>(e - b));
   };
   prescan_result r;
 
   // ---- header
-  char const* p = skip_blanks(begin, end);
+  const char* p = skip_blanks(begin, end);
   if (!keyword_at(p, end, "tfg")) {
     out.push_back(make_error(errc::bad_file_header, loc(p, token_end(p, end)),
                              "expected file header 'tfg 1', found " + describe_token(p, end),
-                             {{"every .tfg file starts with 'tfg <version>'; this is version 1",
-                               std::nullopt}}));
+                             {{"every .tfg file starts with 'tfg <version>'; this is version 1", std::nullopt}}));
     // A forgotten header: read on from the first declaration.
     r.body = keyword_at(p, end, "operator") || keyword_at(p, end, "extern") || keyword_at(p, end, "requirement")
                  ? p
                  : resync(p, end);
   } else {
-    char const* const kw = p;
+    const char* const kw = p;
     p = skip_blanks(p + 3, end);
-    char const* q = p;
+    const char* q = p;
     while (q != end && is_digit(*q)) ++q;
     if (q == p || (q != end && is_ident_char(*q))) {
       out.push_back(make_error(errc::bad_file_header, loc(kw, p == end ? kw + 3 : token_end(p, end)),
-                               "expected a version number after 'tfg', found " +
-                                   describe_token(p, end)));
+                               "expected a version number after 'tfg', found " + describe_token(p, end)));
       // Skip the rest of the header line.
       r.body = kw;
       while (r.body != end && *r.body != '\n') ++r.body;
@@ -177,41 +171,40 @@ inline prescan_result prescan(std::string_view text, line_index const& lines,
 
   // ---- strings, braces, depth
   constexpr int max_depth = 64;
-  std::vector<char const*> braces;  // open '{'
+  std::vector<const char*> braces;  // open '{'
   int depth = 0;                    // all bracket kinds
   // Prefix operators nest like brackets (`- - - x`, `!!!x` recurse in the grammar): a run of
   // `!` / `-` counts one level each, and stays open inside the brackets it precedes.
-  int run = 0;                      // `!` / `-` since the last other token
-  int open_prefix = 0;              // runs still open around the current bracket level
-  std::vector<int> runs;            // the run before each open bracket
-  for (char const* s = r.body; s != end;) {
-    char const c = *s;
+  int run = 0;            // `!` / `-` since the last other token
+  int open_prefix = 0;    // runs still open around the current bracket level
+  std::vector<int> runs;  // the run before each open bracket
+  for (const char* s = r.body; s != end;) {
+    const char c = *s;
     if (c == ' ' || c == '\t' || c == '\r' || c == '\n') {
       ++s;
       continue;
     }
-    bool const prefix = (c == '!' && (s + 1 == end || s[1] != '=')) || (c == '-' && (s + 1 == end || s[1] != '>'));
+    const bool prefix = (c == '!' && (s + 1 == end || s[1] != '=')) || (c == '-' && (s + 1 == end || s[1] != '>'));
     if (prefix) {
       if (depth + open_prefix + ++run > max_depth) {
-        out.push_back(make_error(errc::nesting_too_deep, loc(s, s + 1),
-                                 "brackets and prefix operators nested more than " + std::to_string(max_depth) +
-                                     " deep"));
+        out.push_back(
+            make_error(errc::nesting_too_deep, loc(s, s + 1),
+                       "brackets and prefix operators nested more than " + std::to_string(max_depth) + " deep"));
         r.fatal = true;
         return r;
       }
       ++s;
       continue;
     }
-    int const before = run;
+    const int before = run;
     run = 0;
     if (c == '/' && s + 1 != end && s[1] == '/') {
       while (s != end && *s != '\n') ++s;
     } else if (c == '"') {
-      char const* q = s + 1;
+      const char* q = s + 1;
       while (q != end && *q != '"' && *q != '\n') q += (*q == '\\' && q + 1 != end && q[1] != '\n') ? 2 : 1;
       if (q == end || *q != '"') {
-        out.push_back(make_error(errc::unterminated_string, loc(s, s + 1),
-                                 "unterminated string literal",
+        out.push_back(make_error(errc::unterminated_string, loc(s, s + 1), "unterminated string literal",
                                  {{"strings end with '\"' on the same line", std::nullopt}}));
         r.fatal = true;
         return r;
@@ -229,11 +222,10 @@ inline prescan_result prescan(std::string_view text, line_index const& lines,
         runs.push_back(before);
         open_prefix += before;
         if (++depth + open_prefix > max_depth) {
-          out.push_back(make_error(errc::nesting_too_deep, loc(s, s + 1),
-                                   open_prefix > 0 ? "brackets and prefix operators nested more than " +
-                                                         std::to_string(max_depth) + " deep"
-                                                   : "brackets nested more than " + std::to_string(max_depth) +
-                                                         " deep"));
+          out.push_back(make_error(
+              errc::nesting_too_deep, loc(s, s + 1),
+              open_prefix > 0 ? "brackets and prefix operators nested more than " + std::to_string(max_depth) + " deep"
+                              : "brackets nested more than " + std::to_string(max_depth) + " deep"));
           r.fatal = true;
           return r;
         }
@@ -242,8 +234,8 @@ inline prescan_result prescan(std::string_view text, line_index const& lines,
         close();
       } else if (c == '}') {
         if (braces.empty()) {
-          out.push_back(make_error(errc::unbalanced_braces, loc(s, s + 1),
-                                   "unmatched '}'", {{"no block is open here", std::nullopt}}));
+          out.push_back(make_error(errc::unbalanced_braces, loc(s, s + 1), "unmatched '}'",
+                                   {{"no block is open here", std::nullopt}}));
           r.fatal = true;
           return r;
         }
@@ -256,8 +248,7 @@ inline prescan_result prescan(std::string_view text, line_index const& lines,
   if (!braces.empty()) {
     out.push_back(make_error(errc::unbalanced_braces, loc(braces.front(), braces.front() + 1),
                              "unterminated block: this '{' is never closed",
-                             {{"a '}' is missing in this block or one of the blocks inside it",
-                               std::nullopt}}));
+                             {{"a '}' is missing in this block or one of the blocks inside it", std::nullopt}}));
     r.fatal = true;
   }
   return r;
@@ -265,7 +256,7 @@ inline prescan_result prescan(std::string_view text, line_index const& lines,
 
 /// The `///` doc comment lines directly above line `line` (1-based), joined by '\n', with
 /// the `///` and one following space removed.
-inline std::string doc_above(line_index const& lines, std::uint32_t line) {
+inline std::string doc_above(const line_index& lines, std::uint32_t line) {
   std::vector<std::string_view> parts;
   for (std::uint32_t l = line; l > 1; --l) {
     std::string_view t = lines.line_text(l - 1);

@@ -21,19 +21,19 @@
 namespace tfg::dsl::detail {
 
 struct parse_state {
-  char const* begin;
-  char const* end;
-  line_index const& lines;
+  const char* begin;
+  const char* end;
+  const line_index& lines;
   std::vector<diagnostic>& diags;
-  char const* item_begin = nullptr;  ///< the declaration being parsed
+  const char* item_begin = nullptr;  ///< the declaration being parsed
   /// Clauses and blocks already seen in the current operator, for E026.
   std::vector<std::pair<std::string, source_loc>> seen;
 
-  [[nodiscard]] source_loc loc(char const* b, char const* e) const {
+  [[nodiscard]] source_loc loc(const char* b, const char* e) const {
     return lines.locate(static_cast<std::uint32_t>(b - begin), static_cast<std::uint32_t>(e - b));
   }
   template <class Range>
-  [[nodiscard]] source_loc loc(Range const& r) const {
+  [[nodiscard]] source_loc loc(const Range& r) const {
     return loc(r.begin(), r.end());
   }
   /// From the start of `a` to the end of `b`.
@@ -43,7 +43,7 @@ struct parse_state {
   }
   /// Extends `a` through the next `c` after it (skipping blanks), if there is one.
   [[nodiscard]] source_loc through(source_loc a, char c) const {
-    char const* p = skip_blanks(begin + a.offset + a.len, end);
+    const char* p = skip_blanks(begin + a.offset + a.len, end);
     if (p != end && *p == c) return lines.locate(a.offset, static_cast<std::uint32_t>(p + 1 - begin) - a.offset);
     return a;
   }
@@ -54,10 +54,9 @@ struct parse_state {
 
   /// False (and E026) if `what` was already seen in this operator.
   bool first_time(std::string what, source_loc at) {
-    for (auto const& [w, l] : seen)
+    for (const auto& [w, l] : seen)
       if (w == what) {
-        error(errc::duplicate_clause, at, "duplicate '" + what + "'",
-              {{"first '" + what + "' is here", l}});
+        error(errc::duplicate_clause, at, "duplicate '" + what + "'", {{"first '" + what + "' is here", l}});
         return false;
       }
     seen.emplace_back(std::move(what), at);
@@ -86,7 +85,7 @@ struct parse_state {
   long exp10 = 0;
   if (e != std::string_view::npos) {
     std::string_view x = s.substr(e + 1);
-    bool const neg = !x.empty() && x.front() == '-';
+    const bool neg = !x.empty() && x.front() == '-';
     if (!x.empty() && (x.front() == '-' || x.front() == '+')) x.remove_prefix(1);
     long v = 0;
     for (char c : x) v = std::min(v * 10 + (c - '0'), 1000000L);
@@ -96,8 +95,7 @@ struct parse_state {
   std::size_t const int_len = dot == std::string_view::npos ? mant.size() : dot;
   std::size_t const first = mant.find_first_not_of("0.");
   if (first == std::string_view::npos) return 0;
-  long const pos = first < int_len ? static_cast<long>(int_len - first - 1)
-                                   : -static_cast<long>(first - int_len);
+  const long pos = first < int_len ? static_cast<long>(int_len - first - 1) : -static_cast<long>(first - int_len);
   return exp10 + pos;
 }
 
@@ -105,10 +103,10 @@ struct parse_state {
 [[nodiscard]] inline expr make_number(std::string_view s, source_loc loc, parse_state& st) {
   expr e;
   e.loc = loc;
-  bool const is_float = s.find_first_of(".eE") != std::string_view::npos;
+  const bool is_float = s.find_first_of(".eE") != std::string_view::npos;
   if (is_float) {
     e.kind = expr_kind::float_literal;
-    auto const r = std::from_chars(s.data(), s.data() + s.size(), e.float_value);
+    const auto r = std::from_chars(s.data(), s.data() + s.size(), e.float_value);
     if (r.ec == std::errc::result_out_of_range || !std::isfinite(e.float_value)) {
       // Underflow to zero is harmless; overflow is not.
       if (decimal_exponent(s) < 0) {
@@ -121,7 +119,7 @@ struct parse_state {
     }
   } else {
     e.kind = expr_kind::int_literal;
-    auto const r = std::from_chars(s.data(), s.data() + s.size(), e.int_value);
+    const auto r = std::from_chars(s.data(), s.data() + s.size(), e.int_value);
     if (r.ec == std::errc::result_out_of_range) {
       st.error(errc::number_out_of_range, loc, "integer literal '" + std::string(s) + "' is out of range",
                {{"integers are 64-bit signed (at most 9223372036854775807)", std::nullopt}});
@@ -138,7 +136,7 @@ struct parse_state {
   if (s.size() >= 2) s = s.substr(1, s.size() - 2);
   for (std::size_t i = 0; i < s.size(); ++i) {
     if (s[i] == '\\' && i + 1 < s.size()) {
-      char const c = s[++i];
+      const char c = s[++i];
       out += c == 'n' ? '\n' : c == 't' ? '\t' : c;
     } else {
       out += s[i];
@@ -167,9 +165,9 @@ struct parse_state {
 }
 
 /// One more than the highest of `args` (a node's height over its children).
-[[nodiscard]] inline std::uint32_t height_over(std::vector<expr> const& args) noexcept {
+[[nodiscard]] inline std::uint32_t height_over(const std::vector<expr>& args) noexcept {
   std::uint32_t h = 0;
-  for (auto const& a : args) h = std::max(h, a.height);
+  for (const auto& a : args) h = std::max(h, a.height);
   return h + 1;
 }
 
@@ -182,10 +180,8 @@ struct parse_state {
   if (lhs.height > max_expression_height) return lhs;
   if (h > max_expression_height) {
     st.error(errc::nesting_too_deep, st.span(lhs.loc, rhs.loc),
-             "expression nested more than " + std::to_string(max_expression_height) +
-                 " operators deep",
-             {{"a long chain of '&&' is clearer as one condition per line of the require block",
-               std::nullopt}});
+             "expression nested more than " + std::to_string(max_expression_height) + " operators deep",
+             {{"a long chain of '&&' is clearer as one condition per line of the require block", std::nullopt}});
     lhs.height = max_expression_height + 1;
     return lhs;
   }
@@ -205,12 +201,11 @@ inline void fold_clause(operator_decl& op, raw_clause& c, parse_state& st) {
   switch (c.kind) {
     case clause_kind::object: {
       if (!st.first_time("object", c.keyword)) return;
-      static constexpr std::pair<std::string_view, object_kind> kinds[] = {
-          {"tensor", object_kind::tensor},
-          {"operator", object_kind::operator_},
-          {"relation", object_kind::relation},
-          {"subgraph", object_kind::subgraph}};
-      for (auto const& [w, k] : kinds)
+      static constexpr std::pair<std::string_view, object_kind> kinds[] = {{"tensor", object_kind::tensor},
+                                                                           {"operator", object_kind::operator_},
+                                                                           {"relation", object_kind::relation},
+                                                                           {"subgraph", object_kind::subgraph}};
+      for (const auto& [w, k] : kinds)
         if (c.word.text == w) {
           op.object = k;
           return;
@@ -221,12 +216,11 @@ inline void fold_clause(operator_decl& op, raw_clause& c, parse_state& st) {
     }
     case clause_kind::primitive: {
       if (!st.first_time("primitive", c.keyword)) return;
-      static constexpr std::pair<std::string_view, primitive_kind> kinds[] = {
-          {"update", primitive_kind::update},
-          {"insertion", primitive_kind::insertion},
-          {"deletion", primitive_kind::deletion},
-          {"rewiring", primitive_kind::rewiring}};
-      for (auto const& [w, k] : kinds)
+      static constexpr std::pair<std::string_view, primitive_kind> kinds[] = {{"update", primitive_kind::update},
+                                                                              {"insertion", primitive_kind::insertion},
+                                                                              {"deletion", primitive_kind::deletion},
+                                                                              {"rewiring", primitive_kind::rewiring}};
+      for (const auto& [w, k] : kinds)
         if (c.word.text == w) {
           op.primitive = k;
           return;
@@ -322,8 +316,7 @@ inline void fold_replace(operator_decl& op, replace_block&& b, parse_state& st) 
 }
 
 inline void fold_require(operator_decl& op, constraint_block&& b, parse_state& st) {
-  static constexpr char const* names[] = {"require pattern", "require input", "require internal",
-                                          "require output"};
+  static constexpr const char* names[] = {"require pattern", "require input", "require internal", "require output"};
   if (!st.first_time(names[static_cast<int>(b.which)], head(b.loc, 7))) return;
   switch (b.which) {
     case stage::input: op.require_input = std::move(b); break;
@@ -334,7 +327,7 @@ inline void fold_require(operator_decl& op, constraint_block&& b, parse_state& s
 }
 
 /// The stage named in `rejected_by(...)`; E041 for another word.
-[[nodiscard]] inline stage stage_of(symbol const& w, parse_state& st) {
+[[nodiscard]] inline stage stage_of(const symbol& w, parse_state& st) {
   if (w.text == "pattern") return stage::pattern;
   if (w.text == "input") return stage::input;
   if (w.text == "internal") return stage::internal;

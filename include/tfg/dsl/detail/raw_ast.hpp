@@ -21,10 +21,10 @@ enum class clause_kind : std::uint8_t { object, primitive, origin, preserves, an
 /// One operator header clause as written.
 struct raw_clause {
   clause_kind kind = clause_kind::object;
-  source_loc keyword;            ///< the clause keyword (for duplicate diagnostics)
-  symbol word;                   ///< object/primitive/origin kind; anchor value
-  std::optional<symbol> study;   ///< origin cg <study>
-  std::optional<expr> rule_id;   ///< origin ... "L-ARep"
+  source_loc keyword;           ///< the clause keyword (for duplicate diagnostics)
+  symbol word;                  ///< object/primitive/origin kind; anchor value
+  std::optional<symbol> study;  ///< origin cg <study>
+  std::optional<expr> rule_id;  ///< origin ... "L-ARep"
   bool within = false;
   std::vector<raw_tolerance> tolerances;
   source_loc loc;

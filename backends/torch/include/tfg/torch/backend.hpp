@@ -6,23 +6,23 @@
 ///
 ///     tfg::torch::backend b;
 ///     tfg::campaign::loop<tfg::torch::backend> c(b, options, *tfg::select::make_policy("ucb1"));
-#include <tfg/campaign/backend.hpp>
-#include <tfg/torch/seed_check.hpp>
-#include <tfg/torch/configs.hpp>
-#include <tfg/torch/export.hpp>
-#include <tfg/torch/externs.hpp>
-#include <tfg/torch/import.hpp>
-#include <tfg/torch/pt2.hpp>
-#include <tfg/torch/influence.hpp>
-#include <tfg/torch/inputs.hpp>
-#include <tfg/torch/ivalue.hpp>
-#include <tfg/torch/localise.hpp>
-#include <tfg/torch/match_adapter.hpp>
-#include <tfg/torch/infer.hpp>
-#include <tfg/torch/mutate.hpp>
-#include <tfg/torch/observe.hpp>
-#include <tfg/torch/profile.hpp>
-#include <tfg/util/atomic_file.hpp>
+#include "tfg/campaign/backend.hpp"
+#include "tfg/torch/seed_check.hpp"
+#include "tfg/torch/configs.hpp"
+#include "tfg/torch/export.hpp"
+#include "tfg/torch/externs.hpp"
+#include "tfg/torch/import.hpp"
+#include "tfg/torch/pt2.hpp"
+#include "tfg/torch/influence.hpp"
+#include "tfg/torch/inputs.hpp"
+#include "tfg/torch/ivalue.hpp"
+#include "tfg/torch/localise.hpp"
+#include "tfg/torch/match_adapter.hpp"
+#include "tfg/torch/infer.hpp"
+#include "tfg/torch/mutate.hpp"
+#include "tfg/torch/observe.hpp"
+#include "tfg/torch/profile.hpp"
+#include "tfg/util/atomic_file.hpp"
 
 #include <torch/csrc/jit/serialization/pickle.h>
 
@@ -89,7 +89,9 @@ class backend {
     if (std::filesystem::exists(conventional)) return tfg::torch::load_inputs(conventional, m);
     return default_inputs(m, 3);
   }
-  [[nodiscard]] input_set load_inputs(const std::filesystem::path& p) const { return tfg::torch::load_inputs(p.string()); }
+  [[nodiscard]] input_set load_inputs(const std::filesystem::path& p) const {
+    return tfg::torch::load_inputs(p.string());
+  }
   /// "" when op-by-op execution of the seed reproduces TorchScript's forward (seed_check.hpp).
   [[nodiscard]] std::string check_seed(const model& m, const std::filesystem::path& p, const input_set& in) const {
     return tfg::torch::check_seed(m, p.string(), in);

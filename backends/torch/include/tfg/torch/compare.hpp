@@ -40,12 +40,12 @@
 ///    far as a (or b) is from the truth, the model is ill-conditioned at float32 precision (or
 ///    its float32 formulas are unstable at these values), and float32 cannot do better;
 ///  - Python scalars: ints, bools, None, strings exact; floats with the f32 tolerance.
-#include <tfg/oracle/verdict.hpp>
-#include <tfg/torch/configs.hpp>
-#include <tfg/torch/model.hpp>
-#include <tfg/torch/schema.hpp>
+#include "tfg/oracle/verdict.hpp"
+#include "tfg/torch/configs.hpp"
+#include "tfg/torch/model.hpp"
+#include "tfg/torch/schema.hpp"
 
-#include <tfg/torch/ivalue.hpp>
+#include "tfg/torch/ivalue.hpp"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Functions.h>
@@ -72,8 +72,8 @@ namespace tfg::torch {
     case c10::kFloat: return oracle::dtype_class::f32;
     case c10::kDouble: return oracle::dtype_class::f64;
     case c10::kBool: return oracle::dtype_class::boolean;
-    default: return c10::isIntegralType(s, /*includeBool=*/false) ? oracle::dtype_class::integer
-                                                                    : oracle::dtype_class::other;
+    default:
+      return c10::isIntegralType(s, /*includeBool=*/false) ? oracle::dtype_class::integer : oracle::dtype_class::other;
   }
 }
 
@@ -87,8 +87,8 @@ namespace tfg::torch {
 /// True when an op of this kind returns integer results that depend on how ties break.
 [[nodiscard]] inline bool is_tie_dependent_op(std::string_view kind) {
   static constexpr std::array<std::string_view, 13> ops = {
-      "aten::argmax", "aten::argmin", "aten::topk",   "aten::sort",   "aten::argsort", "aten::max",    "aten::min",
-      "aten::kthvalue", "aten::mode", "aten::median", "aten::nanmedian", "aten::cummax", "aten::cummin"};
+      "aten::argmax",   "aten::argmin", "aten::topk",   "aten::sort",      "aten::argsort", "aten::max",   "aten::min",
+      "aten::kthvalue", "aten::mode",   "aten::median", "aten::nanmedian", "aten::cummax",  "aten::cummin"};
   for (auto op : ops)
     if (kind == op) return true;
   return false;
@@ -140,9 +140,9 @@ struct compare_options {
 
 /// What the judgement of one output leaf needs to know about how it was computed.
 struct leaf_traits {
-  bool tie = false;                 ///< produced directly by a tie-dependent integer op
-  bool layout_dependent = false;    ///< computed from raw storage geometry (constant as_strided)
-  bool uninitialised = false;       ///< produced directly by aten::empty and its kin
+  bool tie = false;               ///< produced directly by a tie-dependent integer op
+  bool layout_dependent = false;  ///< computed from raw storage geometry (constant as_strided)
+  bool uninitialised = false;     ///< produced directly by aten::empty and its kin
   /// Its cone has a tie-dependent op (top-k, sort, argmax, ...): which elements it selected can
   /// differ between float32 and float64 at near-equal scores (a saturated sigmoid's exact
   /// float32 ties are distinct in float64), so it is not judged against a float64 run.
@@ -177,7 +177,8 @@ struct leaf_traits {
 /// strides or storage offset are constants (on another layout, the same strides address other
 /// elements).
 [[nodiscard]] inline bool reads_fixed_geometry(const node_data& d) {
-  if (d.kind != c10::Symbol::fromQualString("aten::as_strided") && d.kind != c10::Symbol::fromQualString("aten::as_strided_"))
+  if (d.kind != c10::Symbol::fromQualString("aten::as_strided") &&
+      d.kind != c10::Symbol::fromQualString("aten::as_strided_"))
     return false;
   for (std::size_t i = 2; i < d.args.size() && i < 4; ++i) {
     const auto& a = d.args[i];
@@ -242,7 +243,8 @@ struct leaf_traits {
 [[nodiscard]] inline std::map<std::string, leaf_traits> output_traits(const model& m) {
   const auto edges = edge_traits(m);
   std::map<std::string, leaf_traits> out;
-  std::function<void(const output_tree&, const std::string&)> walk = [&](const output_tree& t, const std::string& path) {
+  std::function<void(const output_tree&, const std::string&)> walk = [&](const output_tree& t,
+                                                                         const std::string& path) {
     if (t.how == output_tree::form::edge) {
       out[path] = edges[graph::index(t.edge)];
     } else if (t.how == output_tree::form::list || t.how == output_tree::form::tuple) {
@@ -310,8 +312,9 @@ namespace compare_detail {
             dv->toTensor().numel() > 0 && dv->toTensor().eq(0).any().item<bool>())
           return true;
     }
-    if (kind.ends_with('_') || kind.find("rand") != std::string_view::npos || kind.find("dropout") != std::string_view::npos ||
-        kind.find("bernoulli") != std::string_view::npos || kind.find("normal") != std::string_view::npos)
+    if (kind.ends_with('_') || kind.find("rand") != std::string_view::npos ||
+        kind.find("dropout") != std::string_view::npos || kind.find("bernoulli") != std::string_view::npos ||
+        kind.find("normal") != std::string_view::npos)
       continue;
     if (!std::all_of(ins.begin(), ins.end(), [&](auto e) { return val[graph::index(e)].has_value(); })) continue;
     stack.clear();
@@ -420,7 +423,8 @@ namespace compare_detail {
 }
 
 /// Non-tensor leaves: Python scalars and the like.
-inline void compare_scalars(oracle::verdict& v, const c10::IValue& va, const c10::IValue& vb, const compare_options& opt) {
+inline void compare_scalars(oracle::verdict& v, const c10::IValue& va, const c10::IValue& vb,
+                            const compare_options& opt) {
   using oracle::verdict_kind;
   if (va.isDouble() && vb.isDouble()) {
     const double a = va.toDouble(), b = vb.toDouble();
@@ -429,8 +433,9 @@ inline void compare_scalars(oracle::verdict& v, const c10::IValue& va, const c10
     v.max_rel = v.max_abs == 0 ? 0 : v.max_abs / std::max(std::abs(a), std::abs(b));
     if (a == b || (std::isnan(a) && std::isnan(b))) v.kind = verdict_kind::equal;
     else if (!std::isfinite(a) || !std::isfinite(b)) v.kind = verdict_kind::nan_inf_mismatch;
-    else v.kind = v.max_abs <= tol.atol + tol.rtol * std::abs(a) ? verdict_kind::within_tolerance
-                                                                  : verdict_kind::numeric_mismatch;
+    else
+      v.kind = v.max_abs <= tol.atol + tol.rtol * std::abs(a) ? verdict_kind::within_tolerance
+                                                              : verdict_kind::numeric_mismatch;
     if (v.kind != verdict_kind::equal) v.message = "float " + fmt_double(a) + " vs " + fmt_double(b);
     return;
   }
@@ -466,22 +471,26 @@ inline void compare_floating(oracle::verdict& v, const at::Tensor& A, const at::
   if (const auto n = special_bad.sum().item<std::int64_t>(); n > 0) {
     if (opt.rewrites_arithmetic && opt.nonfinite_parameters) {
       v.kind = verdict_kind::within_tolerance;
-      v.message = std::to_string(n) + " elements are NaN/Inf on one side only: not compared, the model's parameters hold "
+      v.message = std::to_string(n) +
+                  " elements are NaN/Inf on one side only: not compared, the model's parameters hold "
                   "NaN/Inf and b rewrites the arithmetic (exact only for finite parameters)";
       return;
     }
     if (gradient && opt.rewrites_arithmetic && opt.nonfinite_forward) {
       v.kind = verdict_kind::within_tolerance;
-      v.message = std::to_string(n) + " gradient elements are NaN/Inf on one side only: not compared, the forward pass "
-                  "computes NaN/Inf and b's derivative formulas spread it differently (a mask multiplied, NaN * 0 = NaN, "
-                  "where the reference selects)";
+      v.message =
+          std::to_string(n) +
+          " gradient elements are NaN/Inf on one side only: not compared, the forward pass "
+          "computes NaN/Inf and b's derivative formulas spread it differently (a mask multiplied, NaN * 0 = NaN, "
+          "where the reference selects)";
       return;
     }
     v.kind = verdict_kind::nan_inf_mismatch;
     const auto nan_a = at::isnan(A).logical_and(special_bad).sum().item<std::int64_t>();
     const auto nan_b = at::isnan(B).logical_and(special_bad).sum().item<std::int64_t>();
-    v.message = std::to_string(n) + " of " + std::to_string(numel) + " elements are NaN/Inf on one side only (a: " +
-                std::to_string(nan_a) + " NaN, b: " + std::to_string(nan_b) + " NaN)";
+    v.message = std::to_string(n) + " of " + std::to_string(numel) +
+                " elements are NaN/Inf on one side only (a: " + std::to_string(nan_a) +
+                " NaN, b: " + std::to_string(nan_b) + " NaN)";
     return;
   }
   if (v.max_abs == 0) {
@@ -508,8 +517,9 @@ inline void compare_floating(oracle::verdict& v, const at::Tensor& A, const at::
     if (with_ref) {
       const auto rr = rms(*R);
       const double d_br = rms(at::where(both, B - *R, zero)), d_ar = rms(at::where(both, A - *R, zero));
-      bad = b_is_reference ? d_ar > opt.reference_slack * spread + tol.atol + opt.gradient_reference_rtol * rr + ulps * eps * rr
-                           : bad && d_br > opt.reference_slack * d_ar + tol.atol + tol.rtol * rr + ulps * eps * rr;
+      bad = b_is_reference
+                ? d_ar > opt.reference_slack * spread + tol.atol + opt.gradient_reference_rtol * rr + ulps * eps * rr
+                : bad && d_br > opt.reference_slack * d_ar + tol.atol + tol.rtol * rr + ulps * eps * rr;
     }
     nbad = bad ? 1 : 0;
     how = "rms difference " + fmt_double(d_ab) + " against rms " + fmt_double(ra) + " (norm-wise, tolerance x" +
@@ -534,19 +544,24 @@ inline void compare_floating(oracle::verdict& v, const at::Tensor& A, const at::
     nbad = bad.sum().item<std::int64_t>();
     how = std::to_string(nbad) + " of " + std::to_string(numel) + " " + dtype_name(dtype) + " elements beyond rtol " +
           fmt_double(tol.rtol) + " / atol " + fmt_double(tol.atol) + " + " + fmt_double(ulps) + " ulp(" +
-          std::string(cls == oracle::dtype_class::f16 ? "f16" : cls == oracle::dtype_class::bf16 ? "bf16"
-                                                                                                   : cls == oracle::dtype_class::f64 ? "f64" : "f32") +
+          std::string(cls == oracle::dtype_class::f16    ? "f16"
+                      : cls == oracle::dtype_class::bf16 ? "bf16"
+                      : cls == oracle::dtype_class::f64  ? "f64"
+                                                         : "f32") +
           ") x rms";
   }
   v.kind = nbad > 0 ? verdict_kind::numeric_mismatch : verdict_kind::within_tolerance;
-  v.message = how + (with_ref ? (b_is_reference ? " (a against its float64 run)" : " (and further from the float64 reference than a)") : "") +
-              "; max abs " + fmt_double(v.max_abs) + ", max rel " + fmt_double(v.max_rel);
+  v.message =
+      how +
+      (with_ref ? (b_is_reference ? " (a against its float64 run)" : " (and further from the float64 reference than a)")
+                : "") +
+      "; max abs " + fmt_double(v.max_abs) + ", max rel " + fmt_double(v.max_rel);
 }
 
 /// Fills v.kind / max_abs / max_rel / message for one pair of leaves.
 inline void compare_leaf(oracle::verdict& v, const c10::IValue& va, const c10::IValue& vb, const c10::IValue* vr,
-                         bool a_widened, bool b_widened, const leaf_traits& tr, bool gradient, const compare_options& opt,
-                         double spread = 0) {
+                         bool a_widened, bool b_widened, const leaf_traits& tr, bool gradient,
+                         const compare_options& opt, double spread = 0) {
   using oracle::verdict_kind;
   if (va.isTensor() != vb.isTensor()) {
     v.kind = verdict_kind::state_mismatch;
@@ -603,8 +618,9 @@ inline void compare_leaf(oracle::verdict& v, const c10::IValue& va, const c10::I
   if (tr.layout_dependent && opt.layout_changes) {
     v.kind = at::equal(a, b) ? verdict_kind::equal : verdict_kind::within_tolerance;
     if (v.kind != verdict_kind::equal)
-      v.message = "not compared: the output reads fixed storage geometry (as_strided with constant strides) and b "
-                  "changes the layout";
+      v.message =
+          "not compared: the output reads fixed storage geometry (as_strided with constant strides) and b "
+          "changes the layout";
     return;
   }
   if (!a.is_floating_point()) {
@@ -651,7 +667,8 @@ inline void compare_leaf(oracle::verdict& v, const c10::IValue& va, const c10::I
   if (!a.isTensor() || !p.isTensor()) return 0;
   const auto& x = a.toTensor();
   const auto& y = p.toTensor();
-  if (!x.defined() || !y.defined() || x.sizes() != y.sizes() || !x.is_floating_point() || !y.is_floating_point()) return 0;
+  if (!x.defined() || !y.defined() || x.sizes() != y.sizes() || !x.is_floating_point() || !y.is_floating_point())
+    return 0;
   if (x.numel() == 0) return 0;  // max() of an empty tensor throws (an empty slice on the trace)
   const auto X = x.to(c10::kDouble), Y = y.to(c10::kDouble);
   const auto both = at::isfinite(X).logical_and(at::isfinite(Y));
@@ -707,7 +724,8 @@ inline void compare_leaf(oracle::verdict& v, const c10::IValue& va, const c10::I
   const auto traits = m ? output_traits(*m) : std::map<std::string, leaf_traits>{};
   // Gradients with respect to the inputs flow back through every output: a selection anywhere
   // makes them selection-dependent.
-  const bool any_selection = std::any_of(traits.begin(), traits.end(), [](const auto& kv) { return kv.second.selection; });
+  const bool any_selection =
+      std::any_of(traits.begin(), traits.end(), [](const auto& kv) { return kv.second.selection; });
   const bool use_ref = reference64 && reference64->ok() && reference64->outputs.size() == a.outputs.size();
   for (std::size_t i = 0; i < a.outputs.size(); ++i) {
     const auto& la = a.outputs[i];
@@ -735,7 +753,8 @@ inline void compare_leaf(oracle::verdict& v, const c10::IValue& va, const c10::I
           const bool gradient = la[j].path.rfind("grad.", 0) == 0;
           double spread = 0;
           for (const auto* p : peers)
-            if (p && p->ok() && i < p->outputs.size() && j < p->outputs[i].size() && p->outputs[i][j].path == la[j].path)
+            if (p && p->ok() && i < p->outputs.size() && j < p->outputs[i].size() &&
+                p->outputs[i][j].path == la[j].path)
               spread = std::max(spread, compare_detail::spread_of(la[j].value, p->outputs[i][j].value, gradient));
           auto tr = traits_of(traits, la[j].path);
           if (gradient) tr.selection = tr.selection || any_selection;
@@ -793,7 +812,8 @@ inline void compare_leaf(oracle::verdict& v, const c10::IValue& va, const c10::I
   return out;
 }
 
-/// Helpers of compare_detail other files use (localisation compares edge values as the oracle does); the rest of compare_detail is this file's own.
+/// Helpers of compare_detail other files use (localisation compares edge values as the oracle does); the rest of
+/// compare_detail is this file's own.
 using compare_detail::compare_leaf;
 using compare_detail::spread_of;
 

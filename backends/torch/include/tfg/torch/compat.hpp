@@ -8,8 +8,7 @@
 #include <string_view>
 
 #define TFG_TORCH_AT_LEAST(major, minor) \
-  (TORCH_VERSION_MAJOR > (major) ||      \
-   (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
+  (TORCH_VERSION_MAJOR > (major) || (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
 
 namespace tfg::torch::compat {
 
@@ -20,6 +19,8 @@ using operation = std::optional<::torch::jit::Operation>;
 [[nodiscard]] inline bool cuda_available() { return at::hasCUDA(); }
 
 /// Whether work that needs device `d` ("cpu", "cuda": an operator's `requires`) can run here.
-[[nodiscard]] inline bool device_available(std::string_view d) { return d == "cpu" || (d == "cuda" && cuda_available()); }
+[[nodiscard]] inline bool device_available(std::string_view d) {
+  return d == "cpu" || (d == "cuda" && cuda_available());
+}
 
 }  // namespace tfg::torch::compat

@@ -1,7 +1,7 @@
 #pragma once
 /// Version adapters used by the execution configurations (configs.hpp): the calls whose
 /// signatures or availability differ between LibTorch 1.13 (Debian) and 2.x.
-#include <tfg/torch/compat.hpp>
+#include "tfg/torch/compat.hpp"
 
 #include <ATen/Parallel.h>
 #include <torch/csrc/jit/api/compilation_unit.h>

@@ -19,12 +19,12 @@
 /// else $TFG_COMPILED_WORKER (`flowmut` sets both to its build's venv Python and the script in the
 /// source tree). The Python's torch must be the version of the LibTorch this build links (a
 /// compiled result is compared with LibTorch's eager one).
-#include <tfg/campaign/process.hpp>
-#include <tfg/torch/inputs.hpp>
-#include <tfg/torch/ivalue.hpp>
-#include <tfg/torch/model.hpp>
-#include <tfg/torch/pickle_compat.hpp>
-#include <tfg/torch/pt2.hpp>
+#include "tfg/campaign/process.hpp"
+#include "tfg/torch/inputs.hpp"
+#include "tfg/torch/ivalue.hpp"
+#include "tfg/torch/model.hpp"
+#include "tfg/torch/pickle_compat.hpp"
+#include "tfg/torch/pt2.hpp"
 
 #include <nlohmann/json.hpp>
 #include <torch/version.h>
@@ -59,9 +59,9 @@ namespace tfg::torch {
 
 /// The compiled configurations, in `flowmut configs` order.
 [[nodiscard]] inline const std::vector<std::string>& compiled_config_names() {
-  static const std::vector<std::string> names{"aot_eager",        "inductor",          "inductor_freezing",
-                                              "inductor_dynamic", "export_decomposed", "inductor_autograd",
-                                              "aoti",             "onnxruntime",       "onnxruntime_noopt"};
+  static const std::vector<std::string> names{
+      "aot_eager",         "inductor", "inductor_freezing", "inductor_dynamic", "export_decomposed",
+      "inductor_autograd", "aoti",     "onnxruntime",       "onnxruntime_noopt"};
   return names;
 }
 
@@ -206,7 +206,8 @@ inline void forward_log(const std::string& log) {
 [[nodiscard]] inline std::string death_message(const campaign::exchange_result& ex) {
   using campaign::outcome;
   switch (ex.kind) {
-    case outcome::signaled: return "the Python worker died of signal " + std::to_string(ex.signal) + " (" + ::strsignal(ex.signal) + ")";
+    case outcome::signaled:
+      return "the Python worker died of signal " + std::to_string(ex.signal) + " (" + ::strsignal(ex.signal) + ")";
     case outcome::exited: return "the Python worker exited with status " + std::to_string(ex.exit_code);
     case outcome::timeout: return "the Python worker did not reply within the timeout";
     case outcome::out_of_memory: return "the Python worker exceeded its memory limit";
@@ -245,13 +246,14 @@ inline void forward_log(const std::string& log) {
     return tfg::unexpected(death_message(ex));
   }
   auto j = nlohmann::json::parse(ex.reply, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return tfg::unexpected(std::string("unreadable reply from the Python worker"));
+  if (j.is_discarded() || !j.is_object())
+    return tfg::unexpected(std::string("unreadable reply from the Python worker"));
   return j;
 }
 
 /// Why the compiled configurations cannot run here ("" when they can). Checked once per process.
 [[nodiscard]] inline const std::string& unavailable_reason() {
-  static const std::string why = [] () -> std::string {
+  static const std::string why = []() -> std::string {
 #if !TFG_HAS_PT2
     return "needs the PyTorch 2.x build (this LibTorch is " + std::string(TORCH_VERSION) +
            ", which has no torch.compile)";
@@ -271,7 +273,7 @@ inline void forward_log(const std::string& log) {
 /// or the Python lacks onnxruntime or onnxscript (torch.onnx.export's dynamo exporter).
 /// Looked up in the Python's site-packages, not imported (every process lists configurations).
 [[nodiscard]] inline const std::string& onnx_unavailable_reason() {
-  static const std::string why = [] () -> std::string {
+  static const std::string why = []() -> std::string {
     if (const auto& w = unavailable_reason(); !w.empty()) return w;
     namespace fs = std::filesystem;
     std::error_code ec;
@@ -298,8 +300,8 @@ inline void forward_log(const std::string& log) {
 struct compiled_result {
   std::vector<output_list> outputs;
   double wall_ms = 0, prepare_ms = 0;
-  std::string error;  ///< empty: ok
-  bool skipped = false;  ///< not run: tfg could not give it the mutant (its own limitation, not judged)
+  std::string error;         ///< empty: ok
+  bool skipped = false;      ///< not run: tfg could not give it the mutant (its own limitation, not judged)
   bool unsupported = false;  ///< skipped: the configuration does not support the model (the worker's "unsupported")
 };
 
@@ -333,7 +335,7 @@ namespace compiled_detail {
 /// initialisers). The LibTorch beside the libtorch_cpu this process runs is loaded first, once,
 /// globally, so the package's dependency resolves to it. "" when it loaded.
 [[nodiscard]] inline const std::string& load_own_libtorch() {
-  static const std::string why = [] () -> std::string {
+  static const std::string why = []() -> std::string {
     Dl_info info{};
     if (::dladdr(reinterpret_cast<void*>(&at::get_num_threads), &info) == 0 || info.dli_fname == nullptr)
       return "cannot find the libtorch_cpu this process runs";
@@ -374,8 +376,8 @@ inline void run_package(compiled_result& r, const nlohmann::json& c, const input
       auto outs = loader.run(args);
       r.wall_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
       if (outs.size() != paths.size())
-        throw std::runtime_error("the package returned " + std::to_string(outs.size()) + " outputs, its program's spec " +
-                                 std::to_string(paths.size()));
+        throw std::runtime_error("the package returned " + std::to_string(outs.size()) +
+                                 " outputs, its program's spec " + std::to_string(paths.size()));
       output_list named;
       for (std::size_t i = 0; i < outs.size(); ++i) named.push_back({paths[i], c10::IValue(outs[i].detach())});
       r.outputs[slot] = std::move(named);
@@ -405,9 +407,9 @@ inline void run_group(compiled_result& r, std::string_view name, const model& m,
     r.skipped = true;
     return;
   }
-  nlohmann::json req = {{"id", proc.next_id++}, {"op", "run"},     {"model", program.string()},
-                        {"inputs", in_path.string()}, {"configs", {std::string(name)}},
-                        {"threads", threads},         {"warmup", warmup}, {"outputs", dir.string()}};
+  nlohmann::json req = {
+      {"id", proc.next_id++},           {"op", "run"},        {"model", program.string()}, {"inputs", in_path.string()},
+      {"configs", {std::string(name)}}, {"threads", threads}, {"warmup", warmup},          {"outputs", dir.string()}};
   if (is_inductor_config(name) && !compiled_defaults().inductor_flags.empty()) {
     nlohmann::json flags = nlohmann::json::object();
     for (const auto& [k, v] : compiled_defaults().inductor_flags) flags[k] = v;
@@ -492,7 +494,8 @@ inline void run_group(compiled_result& r, std::string_view name, const model& m,
 /// exported from FX node `hardswish_18` (...)", or why the mapping is lost). The Python worker
 /// compares every ONNX value named after a node of the program the exporter translated with that
 /// node's eager value (tfg_compiled_worker.py, onnx_localise).
-[[nodiscard]] inline std::string onnx_localise(std::string_view name, const model& m, const input_set& inputs, int threads) {
+[[nodiscard]] inline std::string onnx_localise(std::string_view name, const model& m, const input_set& inputs,
+                                               int threads) {
 #if !TFG_HAS_PT2
   (void)name, (void)m, (void)inputs, (void)threads;
   return compiled_detail::unavailable_reason();
@@ -506,12 +509,14 @@ inline void run_group(compiled_result& r, std::string_view name, const model& m,
   try {
     save_pt2(m, inputs[0], program.string());
     save_inputs(input_set{inputs[0]}, in_path);
-    const nlohmann::json req = {{"id", proc.next_id++}, {"op", "onnx_localise"}, {"config", std::string(name)},
-                                {"model", program.string()}, {"inputs", in_path.string()}, {"threads", threads},
+    const nlohmann::json req = {{"id", proc.next_id++},        {"op", "onnx_localise"},
+                                {"config", std::string(name)}, {"model", program.string()},
+                                {"inputs", in_path.string()},  {"threads", threads},
                                 {"outputs", dir.string()}};
     const auto reply = compiled_detail::exchange(req);
     if (!reply) text = "not localised on the ONNX graph: " + reply.error();
-    else if (!reply->value("ok", false)) text = "not localised on the ONNX graph: " + reply->value("error", std::string("failed"));
+    else if (!reply->value("ok", false))
+      text = "not localised on the ONNX graph: " + reply->value("error", std::string("failed"));
     else text = reply->value("text", std::string());
   } catch (const std::exception& e) {
     text = "not localised on the ONNX graph: " + first_line(e.what());
@@ -570,8 +575,9 @@ inline void run_group(compiled_result& r, std::string_view name, const model& m,
 #endif
 }
 
-/// Helpers of compiled_detail other files use (the configuration list says why a compiled configuration is unavailable); the rest of compiled_detail is this file's own.
-using compiled_detail::unavailable_reason;
+/// Helpers of compiled_detail other files use (the configuration list says why a compiled configuration is
+/// unavailable); the rest of compiled_detail is this file's own.
 using compiled_detail::onnx_unavailable_reason;
+using compiled_detail::unavailable_reason;
 
 }  // namespace tfg::torch

@@ -31,16 +31,16 @@
 /// Every configuration runs with `run_options::threads` intra-op threads (1 by default, so runs
 /// are deterministic) except threads_1_vs_n; the previous setting is restored afterwards. The TE
 /// fuser is never forced on CPU (Debian's build has no LLVM; see libtorch-notes.md).
-#include <tfg/torch/compat_configs.hpp>
-#include <tfg/torch/compiled.hpp>
-#include <tfg/torch/execute.hpp>
-#include <tfg/torch/export.hpp>
-#include <tfg/torch/import.hpp>
-#include <tfg/torch/inputs.hpp>
-#include <tfg/torch/ivalue.hpp>
-#include <tfg/torch/model.hpp>
-#include <tfg/torch/schema.hpp>
-#include <tfg/util/clock.hpp>
+#include "tfg/torch/compat_configs.hpp"
+#include "tfg/torch/compiled.hpp"
+#include "tfg/torch/execute.hpp"
+#include "tfg/torch/export.hpp"
+#include "tfg/torch/import.hpp"
+#include "tfg/torch/inputs.hpp"
+#include "tfg/torch/ivalue.hpp"
+#include "tfg/torch/model.hpp"
+#include "tfg/torch/schema.hpp"
+#include "tfg/util/clock.hpp"
 
 #include <ATen/core/grad_mode.h>
 #include <torch/csrc/autograd/autograd.h>
@@ -70,9 +70,9 @@ struct config_info {
 };
 
 struct run_options {
-  std::size_t warmup = 2;     ///< untimed runs on the first input before timing (profiling executor: >= 2)
-  int threads = 1;            ///< intra-op threads for every configuration but threads_1_vs_n
-  std::size_t max_inputs = 0; ///< run only the first max_inputs inputs; 0: all of them
+  std::size_t warmup = 2;      ///< untimed runs on the first input before timing (profiling executor: >= 2)
+  int threads = 1;             ///< intra-op threads for every configuration but threads_1_vs_n
+  std::size_t max_inputs = 0;  ///< run only the first max_inputs inputs; 0: all of them
 };
 
 /// What one configuration produced. Never thrown: a failure is recorded in `error`.
@@ -205,7 +205,8 @@ namespace config_detail {
       const auto* schema = schema_of(g, n);
       const auto& formal = schema->arguments();
       for (std::size_t i = 0; i < d.args.size() && i < formal.size(); ++i)
-        if (formal[i].name() == "copy" && d.args[i].how == argument::form::constant) d.args[i].constant = c10::IValue(true);
+        if (formal[i].name() == "copy" && d.args[i].how == argument::form::constant)
+          d.args[i].constant = c10::IValue(true);
     }
   out.source = m.source + " (float64)";
   return out;
@@ -401,8 +402,8 @@ class configuration_scope {
            "1 by default)",
        hw >= 2, hw >= 2 ? "" : "this machine has one hardware thread", "eager_op_by_op"},
       {"autograd_eager",
-       "gradients of sum(floating outputs) w.r.t. the floating inputs, op by op; the reference for autograd", true,
-       "", ""},
+       "gradients of sum(floating outputs) w.r.t. the floating inputs, op by op; the reference for autograd", true, "",
+       ""},
       {"autograd_float64",
        "the autograd_eager gradients on the float64-widened model (as float64_reference); the judge's reference "
        "for autograd",
@@ -498,17 +499,21 @@ class configuration_scope {
     } else if (name == "graph_executor") {
       cd::run_forward(r, inputs, opt, [&] { return cd::scripted(to_module(m, kTag, true)); }, {});
     } else if (name == "frozen_optimized") {
-      cd::run_forward(r, inputs, opt, [&] { return cd::scripted(compat::freeze_and_optimize(to_module(m, kTag, true))); }, {});
+      cd::run_forward(r, inputs, opt,
+                      [&] { return cd::scripted(compat::freeze_and_optimize(to_module(m, kTag, true))); }, {});
     } else if (name == "float64_reference") {
       r.widened = true;
-      cd::run_forward(r, inputs, opt, [&] { return cd::eager(widened()); }, to_f64);
+      cd::run_forward(
+          r, inputs, opt, [&] { return cd::eager(widened()); }, to_f64);
     } else if (name == "channels_last") {
-      cd::run_forward(r, inputs, opt, [&] { return cd::eager(shared()); }, to_channels_last);
+      cd::run_forward(
+          r, inputs, opt, [&] { return cd::eager(shared()); }, to_channels_last);
     } else if (name == "autograd_eager") {
       cd::run_gradients(r, inputs, opt, [&] { return cd::eager(shared()); });
     } else if (name == "autograd_float64") {
       r.widened = true;
-      cd::run_gradients(r, inputs, opt, [&] { return cd::eager(widened()); }, to_f64);
+      cd::run_gradients(
+          r, inputs, opt, [&] { return cd::eager(widened()); }, to_f64);
     } else if (name == "autograd") {
       cd::run_gradients(r, inputs, opt, [&] { return cd::scripted(to_module(m, kTag, true)); });
     } else if (name == "cuda_eager") {
@@ -543,12 +548,13 @@ class configuration_scope {
   return r;
 }
 
-/// Helpers of config_detail other files use (localisation and the worker build the same widened and channels-last variants); the rest of config_detail is this file's own.
-using config_detail::widened_model;
-using config_detail::working_dtype;
-using config_detail::hardware_threads;
+/// Helpers of config_detail other files use (localisation and the worker build the same widened and channels-last
+/// variants); the rest of config_detail is this file's own.
 using config_detail::channels_last_input;
 using config_detail::gradient_loss;
+using config_detail::hardware_threads;
 using config_detail::widened_input;
+using config_detail::widened_model;
+using config_detail::working_dtype;
 
 }  // namespace tfg::torch

@@ -2,9 +2,9 @@
 /// The example graphs of operator files (`example match { graph(%a: f32[2,3]): ... }`) as
 /// runnable models, and random inputs that honour their declared types and attributes
 /// (dsl/spec.md section 11).
-#include <tfg/dsl/ast.hpp>
-#include <tfg/torch/inputs.hpp>
-#include <tfg/torch/instantiate.hpp>
+#include "tfg/dsl/ast.hpp"
+#include "tfg/torch/inputs.hpp"
+#include "tfg/torch/instantiate.hpp"
 
 #include <random>
 #include <string>
@@ -120,7 +120,8 @@ class example_builder {
     try {
       b = build_node(n.op.names[0].text, args);
     } catch (const model_error& e) {
-      throw model_error(m_.source + ":" + std::to_string(n.loc.line) + ":" + std::to_string(n.loc.col) + ": " + e.what());
+      throw model_error(m_.source + ":" + std::to_string(n.loc.line) + ":" + std::to_string(n.loc.col) + ": " +
+                        e.what());
     }
     b.data.where = m_.source + ":" + std::to_string(n.loc.line);
     if (b.outputs.size() != n.results.size()) {
@@ -176,8 +177,9 @@ class example_builder {
           if (a.value->kind == dsl::expr_kind::int_literal) return static_cast<double>(a.value->int_value);
           if (a.value->kind == dsl::expr_kind::float_literal) return a.value->float_value;
           if (a.value->kind == dsl::expr_kind::unary && !a.value->args.empty())
-            return -(a.value->args[0].kind == dsl::expr_kind::int_literal ? static_cast<double>(a.value->args[0].int_value)
-                                                                          : a.value->args[0].float_value);
+            return -(a.value->args[0].kind == dsl::expr_kind::int_literal
+                         ? static_cast<double>(a.value->args[0].int_value)
+                         : a.value->args[0].float_value);
           return 0.0;
         };
         if (key == "min") lo = number();
@@ -195,8 +197,8 @@ class example_builder {
       } else if (dtype == c10::kBool) {
         t = at::randint(0, 2, dims, gen, at::TensorOptions().dtype(dtype));
       } else {
-        t = at::randint(static_cast<std::int64_t>(lo < 0 ? 0 : lo), static_cast<std::int64_t>(hi <= 1 ? 8 : hi), dims, gen,
-                        at::TensorOptions().dtype(dtype));
+        t = at::randint(static_cast<std::int64_t>(lo < 0 ? 0 : lo), static_cast<std::int64_t>(hi <= 1 ? 8 : hi), dims,
+                        gen, at::TensorOptions().dtype(dtype));
       }
       if (channels_last && (t.dim() == 4)) t = t.contiguous(c10::MemoryFormat::ChannelsLast);
       if (requires_grad && t.is_floating_point()) t.requires_grad_(true);

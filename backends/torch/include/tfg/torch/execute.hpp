@@ -1,7 +1,7 @@
 #pragma once
 /// Op-by-op execution of a `model`: every node is called on its own, in topological order,
 /// and every edge's value stays observable. Device-neutral: tensors live on `options::device`.
-#include <tfg/torch/model.hpp>
+#include "tfg/torch/model.hpp"
 
 #include <ATen/core/ivalue.h>
 
@@ -37,11 +37,12 @@ struct execute_options {
 
 /// The error of running profiling input `k` (0-based) of `inputs`, with which input it was and,
 /// when its shapes are not the first input's, why a traced seed can refuse them.
-[[nodiscard]] inline model_error input_error(const std::exception& e, const std::vector<std::vector<c10::IValue>>& inputs,
-                                             std::size_t k) {
+[[nodiscard]] inline model_error input_error(const std::exception& e,
+                                             const std::vector<std::vector<c10::IValue>>& inputs, std::size_t k) {
   const auto these = describe_arguments(inputs[k]);
   std::string msg = e.what();
-  msg += "\n  on profiling input " + std::to_string(k + 1) + " of " + std::to_string(inputs.size()) + " (" + these + ")";
+  msg +=
+      "\n  on profiling input " + std::to_string(k + 1) + " of " + std::to_string(inputs.size()) + " (" + these + ")";
   if (const auto first = describe_arguments(inputs[0]); k > 0 && these != first)
     msg += "; input 1 is " + first +
            ". A traced model keeps the shapes its trace saw wherever its code turned a shape into a number "
@@ -83,11 +84,12 @@ class executor {
   void check_input(std::size_t i, const c10::IValue& v) const {
     const auto& d = m_.graph.data(m_.graph.graph_inputs()[i]);
     if (!d.type) return;
-    const bool ok = d.type->kind() == c10::TypeKind::TensorType ? v.isTensor()
-                                                                 : v.type()->isSubtypeOf(*c10::unshapedType(d.type));
+    const bool ok =
+        d.type->kind() == c10::TypeKind::TensorType ? v.isTensor() : v.type()->isSubtypeOf(*c10::unshapedType(d.type));
     if (!ok)
       throw model_error(m_.source + ": forward argument " + std::to_string(i + 1) + " (%" + d.name + ") is " +
-                        c10::unshapedType(d.type)->annotation_str() + ", the input gives " + v.type()->annotation_str());
+                        c10::unshapedType(d.type)->annotation_str() + ", the input gives " +
+                        v.type()->annotation_str());
   }
 
   /// Resumes execution at position `from` of order() on the values the last run left (or that

@@ -1,7 +1,7 @@
 #pragma once
 /// Export back to TorchScript: a `model` (the seed or a mutant) becomes a TorchScript graph and
 /// a `.pt` file that `torch.jit.load` and `torch::jit::load` read.
-#include <tfg/torch/model.hpp>
+#include "tfg/torch/model.hpp"
 
 #include <torch/csrc/jit/api/compilation_unit.h>
 #include <torch/csrc/jit/ir/ir.h>
@@ -122,7 +122,7 @@ class graph_builder {
         continue;
       }
       auto* unpack = r.how == result_slot::form::list ? g_->insertNode(g_->createListUnpack(out, r.count))
-                                                       : g_->insertNode(g_->createTupleUnpack(out));
+                                                      : g_->insertNode(g_->createTupleUnpack(out));
       for (std::uint32_t j = 0; j < r.count; ++j) {
         auto e = outputs[r.first_output + j];
         unpack->output(j)->setType(export_type(tg.data(e).type));
@@ -169,7 +169,8 @@ class graph_builder {
 /// when a node cannot be expressed (no matching schema). `tag_positions`: each node's source
 /// range names its topological position (for the configurations' error messages; a saved file
 /// is better off without).
-[[nodiscard]] inline ::torch::jit::Module to_module(const model& m, const std::string& class_name = "__torch__.tfg.Mutant",
+[[nodiscard]] inline ::torch::jit::Module to_module(const model& m,
+                                                    const std::string& class_name = "__torch__.tfg.Mutant",
                                                     bool tag_positions = false) {
   namespace jit = ::torch::jit;
   auto cu = std::make_shared<jit::CompilationUnit>();

@@ -3,11 +3,11 @@
 /// "Externs"). Externs see only their arguments, so the graph and profile they reason about
 /// are published through an `extern_context` that the caller points at the model being
 /// matched (one model at a time per registry).
-#include <tfg/dsl/builtins.hpp>
-#include <tfg/match/program.hpp>
-#include <tfg/torch/compat.hpp>
-#include <tfg/torch/model.hpp>
-#include <tfg/torch/profile.hpp>
+#include "tfg/dsl/builtins.hpp"
+#include "tfg/match/program.hpp"
+#include "tfg/torch/compat.hpp"
+#include "tfg/torch/model.hpp"
+#include "tfg/torch/profile.hpp"
 
 #include <torch/csrc/jit/runtime/operator.h>
 
@@ -50,8 +50,8 @@ namespace detail {
 /// equal values but another layout changes what it computes.
 [[nodiscard]] inline bool reads_geometry(const node_data& d) {
   static const std::array<c10::Symbol, 7> kinds{
-      c10::Symbol::fromQualString("aten::as_strided"), c10::Symbol::fromQualString("aten::as_strided_"),
-      c10::Symbol::fromQualString("aten::stride"),     c10::Symbol::fromQualString("aten::storage_offset"),
+      c10::Symbol::fromQualString("aten::as_strided"),    c10::Symbol::fromQualString("aten::as_strided_"),
+      c10::Symbol::fromQualString("aten::stride"),        c10::Symbol::fromQualString("aten::storage_offset"),
       c10::Symbol::fromQualString("aten::is_contiguous"), c10::Symbol::fromQualString("aten::set_"),
       c10::Symbol::fromQualString("aten::data_ptr")};
   return std::find(kinds.begin(), kinds.end(), d.kind) != kinds.end();
@@ -151,7 +151,8 @@ inline void register_custom_op_namespaces() {
     if (runs.empty() || args[0].state < runs.data() || args[0].state >= runs.data() + runs.size()) return std::nullopt;
     const auto run = static_cast<std::size_t>(args[0].state - runs.data());
     const auto group = args[0].state->storage_group;
-    if (args[0].state->kind != state::value_kind::tensor || args[0].state->storage_nbytes == 0) return match::attr_value{true};
+    if (args[0].state->kind != state::value_kind::tensor || args[0].state->storage_nbytes == 0)
+      return match::attr_value{true};
     if (!ctx->written_groups) {  // O(V + in-place writers x runs), once per target
       std::vector<std::vector<std::pair<std::uint32_t, std::size_t>>> groups(ctx->prof->runs);
       for (auto n : g.nodes()) {
@@ -202,7 +203,8 @@ inline void register_custom_op_namespaces() {
     const auto p = ctx->target->graph.producer(args[0].edge);
     if (!t || p == graph::no_node) return std::nullopt;
     const auto kind = std::string_view(ctx->target->graph.data(p).kind.toQualString());
-    const c10::Device device = args[0].state->device.kind == state::device_kind::cuda ? c10::Device(c10::kCUDA) : c10::Device(c10::kCPU);
+    const c10::Device device =
+        args[0].state->device.kind == state::device_kind::cuda ? c10::Device(c10::kCUDA) : c10::Device(c10::kCPU);
     if (device.is_cuda() && !compat::cuda_available()) return match::attr_value{false};
     return match::attr_value{kernel_runs(kind, *t, device).value_or(false)};
   });
@@ -210,7 +212,8 @@ inline void register_custom_op_namespaces() {
     if (args.size() != 1) return std::nullopt;
     bool cuda = false;
     if (const auto* s = std::get_if<std::string>(&args[0].value)) cuda = *s == "cuda";
-    else if (const auto* i = std::get_if<std::int64_t>(&args[0].value)) cuda = *i == static_cast<std::int64_t>(state::device_kind::cuda);
+    else if (const auto* i = std::get_if<std::int64_t>(&args[0].value))
+      cuda = *i == static_cast<std::int64_t>(state::device_kind::cuda);
     else return std::nullopt;
     return match::attr_value{!cuda || compat::cuda_available()};
   });

@@ -5,9 +5,9 @@
 /// files (load, freeze without numeric folding, inline, translate). TorchScript is deprecated
 /// upstream in favour of `torch.export`; an ExportedProgram importer implements the same
 /// interface and feeds the same `model`.
-#include <tfg/torch/model.hpp>
-#include <tfg/torch/pickle_compat.hpp>
-#include <tfg/torch/specialise.hpp>
+#include "tfg/torch/model.hpp"
+#include "tfg/torch/pickle_compat.hpp"
+#include "tfg/torch/specialise.hpp"
 
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
@@ -46,8 +46,7 @@ class graph_translator {
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       const jit::Value* v = inputs[i];
       if (i == 0 && v->type()->kind() == c10::TypeKind::ClassType) {
-        if (v->hasUses())
-          fail(nullptr, "forward still reads module attributes after freezing (`self` is used)");
+        if (v->hasUses()) fail(nullptr, "forward still reads module attributes after freezing (`self` is used)");
         continue;
       }
       edge_of_[v] = m_.graph.add_input(edge_data{v->type(), kind_of(v->type()), v->debugName()});
@@ -88,7 +87,8 @@ class graph_translator {
         d.results.push_back({result_slot::form::value, 0, 1, v->type()});
         d.where = where_of(n);
         d.scope = scope_of(n);
-        auto id = m_.graph.add_node(std::move(d), {}, {edge_data{v->type(), state::value_kind::tensor, v->debugName()}});
+        auto id =
+            m_.graph.add_node(std::move(d), {}, {edge_data{v->type(), state::value_kind::tensor, v->debugName()}});
         edge_of_[v] = m_.graph.outputs(id)[0];
       } else {
         constant_of_[v] = *iv;
@@ -165,7 +165,8 @@ class graph_translator {
       if (unpack) {
         absorbed_.insert(user);
         result_slot r{user->kind() == c10::prim::ListUnpack ? result_slot::form::list : result_slot::form::tuple,
-                      static_cast<std::uint32_t>(outs.size()), static_cast<std::uint32_t>(user->outputs().size()), o->type()};
+                      static_cast<std::uint32_t>(outs.size()), static_cast<std::uint32_t>(user->outputs().size()),
+                      o->type()};
         d.results.push_back(r);
         for (value_ptr u : user->outputs()) {
           outs.push_back(edge_data{u->type(), kind_of(u->type()), u->debugName()});
@@ -183,8 +184,10 @@ class graph_translator {
       } catch (const std::exception& e) {
         std::string what = first_line(e.what());
         if (d.kind == c10::prim::DictConstruct)
-          fail(n, "the model builds a dict (as a return value: traced with strict=False?); dict values are not "
-                  "supported, return a tuple of tensors instead (" + what + ")");
+          fail(n,
+               "the model builds a dict (as a return value: traced with strict=False?); dict values are not "
+               "supported, return a tuple of tensors instead (" +
+                   what + ")");
         fail(n, "unsupported operator (no kernel): " + what);
       }
     }
@@ -260,8 +263,8 @@ class graph_translator {
 /// `self_object`: receives the module object the graph's `self` is (the frozen one).
 /// `method`: the method to take (forward_method()).
 [[nodiscard]] inline std::shared_ptr<::torch::jit::Graph> frozen_forward_graph(::torch::jit::Module module,
-                                                                             c10::IValue* self_object = nullptr,
-                                                                             const std::string& method = "forward") {
+                                                                               c10::IValue* self_object = nullptr,
+                                                                               const std::string& method = "forward") {
   module.eval();
   {
     auto graph = module.get_method(method).graph()->copy();
@@ -302,8 +305,9 @@ class graph_translator {
     // A zip archive without TorchScript's constants: what torch.save writes for a tensor, a
     // state dict or a pickled nn.Module.
     if (what.find("constants.pkl") != std::string::npos)
-      throw model_error(path + ": not a TorchScript module: a torch.save'd object (a tensor, a state dict or a "
-                               "pickled nn.Module?); save a scripted or traced module with torch.jit.save");
+      throw model_error(path +
+                        ": not a TorchScript module: a torch.save'd object (a tensor, a state dict or a "
+                        "pickled nn.Module?); save a scripted or traced module with torch.jit.save");
     // An operator of an extension library (torchvision::nms, a custom op): LibTorch registers
     // it only when that library is loaded, and flowmut loads none.
     if (what.rfind("Unknown builtin op: ", 0) == 0 && what.find("aten::") == std::string::npos &&
@@ -363,7 +367,8 @@ class torchscript_importer final : public importer {
     // forward's argument defaults (skipping self), for inputs that leave trailing ones out.
     std::vector<std::optional<c10::IValue>> defaults;
     try {
-      for (const auto& arg : module.get_method(method).function().getSchema().arguments()) defaults.push_back(arg.default_value());
+      for (const auto& arg : module.get_method(method).function().getSchema().arguments())
+        defaults.push_back(arg.default_value());
       if (!defaults.empty()) defaults.erase(defaults.begin());
     } catch (const std::exception&) {
       defaults.clear();
@@ -384,7 +389,8 @@ class torchscript_importer final : public importer {
       const auto& in = m.graph.graph_inputs();
       if (traced.size() == in.size() + 1)
         for (std::size_t i = 0; i < in.size(); ++i)
-          if (traced[i + 1]->type()->kind() == c10::TypeKind::TensorType) m.graph.data(in[i]).type = traced[i + 1]->type();
+          if (traced[i + 1]->type()->kind() == c10::TypeKind::TensorType)
+            m.graph.data(in[i]).type = traced[i + 1]->type();
     } catch (const std::exception&) {
       // no forward method graph to read types from (not a scripted/traced module): keep Tensor
     }

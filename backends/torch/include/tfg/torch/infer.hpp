@@ -27,12 +27,12 @@
 /// code on any dispatch key) leaves its outputs unknown. No real kernel runs on the model's
 /// data (only on sizes that tracing carries in 0-dim tensors), so a campaign can call it in
 /// the supervisor before any worker sees the mutant.
-#include <tfg/match/requirement_check.hpp>
-#include <tfg/torch/compat.hpp>
-#include <tfg/torch/match_adapter.hpp>
-#include <tfg/torch/mutate.hpp>
-#include <tfg/torch/profile.hpp>
-#include <tfg/torch/schema.hpp>
+#include "tfg/match/requirement_check.hpp"
+#include "tfg/torch/compat.hpp"
+#include "tfg/torch/match_adapter.hpp"
+#include "tfg/torch/mutate.hpp"
+#include "tfg/torch/profile.hpp"
+#include "tfg/torch/schema.hpp"
 
 #include <torch/csrc/jit/passes/symbolic_shape_analysis.h>
 
@@ -55,8 +55,8 @@ struct inference {
   /// Set when a kernel rejected its inferred arguments: the node and the framework's message.
   std::optional<std::string> refusal;
   bool refused_inside = false;  ///< the refusing node is one the replacement added
-  std::size_t evaluated = 0;  ///< nodes propagated (runs counted once)
-  std::size_t unknown = 0;    ///< of which no output state could be inferred
+  std::size_t evaluated = 0;    ///< nodes propagated (runs counted once)
+  std::size_t unknown = 0;      ///< of which no output state could be inferred
 };
 
 namespace detail {
@@ -66,7 +66,8 @@ namespace detail {
 /// "Tensor.item() cannot be called on meta tensors".
 [[nodiscard]] inline bool meta_missing(std::string_view what) {
   std::string low(what.substr(0, std::min<std::size_t>(what.size(), 400)));
-  std::transform(low.begin(), low.end(), low.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(low.begin(), low.end(), low.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return low.find("meta") != std::string::npos || low.find("not implemented") != std::string::npos ||
          low.find("overrideable") != std::string::npos || low.find("data-dependent") != std::string::npos;
 }
@@ -116,7 +117,9 @@ namespace detail {
 
 /// Whether some argument (or list element) is a meta tensor.
 [[nodiscard]] inline bool reads_meta(const std::vector<c10::IValue>& args) {
-  const auto meta = [](const c10::IValue& v) { return v.isTensor() && v.toTensor().defined() && v.toTensor().is_meta(); };
+  const auto meta = [](const c10::IValue& v) {
+    return v.isTensor() && v.toTensor().defined() && v.toTensor().is_meta();
+  };
   for (const auto& v : args) {
     if (meta(v)) return true;
     if (v.isList())
@@ -171,8 +174,7 @@ namespace detail {
 
 /// The schema a node's shape function is registered under: `aten::_convolution` has none, its
 /// first nine arguments are `aten::convolution`'s.
-[[nodiscard]] inline const c10::FunctionSchema* shape_schema(const graph_type& g, graph::node_id n,
-                                                             std::size_t& argc) {
+[[nodiscard]] inline const c10::FunctionSchema* shape_schema(const graph_type& g, graph::node_id n, std::size_t& argc) {
   const auto& d = g.data(n);
   argc = d.args.size();
   if (d.kind == c10::Symbol::fromQualString("aten::_convolution")) {
@@ -210,7 +212,7 @@ template <class Adapter>
     for (auto e : g.outputs(n)) changed[graph::index(e)] = 1, prof[graph::index(e)].runs.clear();
 
   std::vector<std::vector<c10::IValue>> values(g.edge_capacity());  // meta values by run, filled lazily
-  std::vector<char> guessed(g.edge_capacity(), 0);  // the dtype is a guess (see the file comment)
+  std::vector<char> guessed(g.edge_capacity(), 0);                  // the dtype is a guess (see the file comment)
   auto value = [&](graph::edge_id e, std::size_t r) -> std::optional<c10::IValue> {
     auto& v = values[graph::index(e)];
     if (v.size() > r && !v[r].isNone()) return v[r];
@@ -241,7 +243,8 @@ template <class Adapter>
     // dispatch key, and a crash there would take the supervisor down. Their outputs are unknown.
     bool known = d.kind == c10::prim::Constant || (d.op.has_value() && (d.kind.is_aten() || d.kind.is_prim()));
     // A kernel that read a guessed dtype proves nothing by refusing, and passes the guess on.
-    const bool inputs_guessed = std::any_of(ins.begin(), ins.end(), [&](auto e) { return guessed[graph::index(e)] != 0; });
+    const bool inputs_guessed =
+        std::any_of(ins.begin(), ins.end(), [&](auto e) { return guessed[graph::index(e)] != 0; });
     bool guess = inputs_guessed;
     for (std::size_t r = 0; known && r < runs; ++r) {
       stack.clear();
@@ -320,7 +323,8 @@ template <class Adapter>
           std::optional<c10::ScalarType> promoted;
           for (const auto& v : args)
             if (v.isTensor() && v.toTensor().defined())
-              promoted = promoted ? c10::promoteTypes(*promoted, v.toTensor().scalar_type()) : v.toTensor().scalar_type();
+              promoted =
+                  promoted ? c10::promoteTypes(*promoted, v.toTensor().scalar_type()) : v.toTensor().scalar_type();
           if (!sizes || sizes->size() != 1 || !promoted) {
             known = false;
             break;
@@ -333,7 +337,8 @@ template <class Adapter>
             for (std::size_t i = 0; recorded && i < d.args.size(); ++i) {
               if (d.args[i].how != argument::form::edge || !args[i].isTensor()) continue;
               const auto& was = seed.profile(sins[d.args[i].input]).runs;
-              recorded = r < was.size() && scalar_type_of_word(state::name(was[r].type)) == args[i].toTensor().scalar_type();
+              recorded =
+                  r < was.size() && scalar_type_of_word(state::name(was[r].type)) == args[i].toTensor().scalar_type();
             }
             const auto& out_was = seed.profile(outs[0]).runs;
             if (recorded && r < out_was.size()) {
@@ -344,7 +349,8 @@ template <class Adapter>
             }
           }
           if (!recorded) guess = true;
-          stack.push_back(c10::IValue(at::empty(sizes->front(), at::TensorOptions().device(c10::kMeta).dtype(*promoted))));
+          stack.push_back(
+              c10::IValue(at::empty(sizes->front(), at::TensorOptions().device(c10::kMeta).dtype(*promoted))));
         }
       }
       // Results into the node's output edges, as the executor unpacks them.
@@ -398,11 +404,12 @@ template <class Adapter>
         // changed and its readers are evaluated: with a real value they compute the new size,
         // with a meta one (a seed edge read back from its state) aten::Int leaves it unknown.
         // Otherwise aten::Int would keep the seed's size and a legal view would be refused.
-        bool same = std::none_of(values[graph::index(e)].begin(), values[graph::index(e)].end(), [](const c10::IValue& v) {
-          if (!v.isTensor() || !v.toTensor().defined()) return false;
-          const auto& t = v.toTensor();
-          return !t.is_meta() || (t.dim() == 0 && c10::isIntegralType(t.scalar_type(), /*includeBool=*/true));
-        });
+        bool same =
+            std::none_of(values[graph::index(e)].begin(), values[graph::index(e)].end(), [](const c10::IValue& v) {
+              if (!v.isTensor() || !v.toTensor().defined()) return false;
+              const auto& t = v.toTensor();
+              return !t.is_meta() || (t.dim() == 0 && c10::isIntegralType(t.scalar_type(), /*includeBool=*/true));
+            });
         for (std::size_t r = 0; same && r < runs; ++r)
           same = guess ? got[k][r].kind == p[r].kind && got[k][r].shape == p[r].shape && got[k][r].type == p[r].type
                        : detail::same_metadata(p[r], got[k][r]);
@@ -473,9 +480,9 @@ template <class Adapter>
     const match::compiled_requirement* failed = nullptr;
     if (match::evaluate_requirement(requirements, after, r, ws, graph::no_edge, nullptr, &failed, true) ==
         match::requirement_outcome::fails)
-      return mutation_failure{match::reject_stage::output, head + std::string(after.op_kind(r)) +
-                                                               " rejects its new input" +
-                                                               (failed ? " (" + failed->where + ")" : "")};
+      return mutation_failure{
+          match::reject_stage::output,
+          head + std::string(after.op_kind(r)) + " rejects its new input" + (failed ? " (" + failed->where + ")" : "")};
   }
   return std::nullopt;
 }

@@ -74,10 +74,10 @@
 ///
 /// Not thread-safe with other LibTorch users changing grad mode on this thread; random ops in
 /// the model (rand_like, dropout in training mode) add noise to perturbation estimates.
-#include <tfg/torch/execute.hpp>
-#include <tfg/torch/inputs.hpp>
-#include <tfg/torch/ivalue.hpp>
-#include <tfg/torch/model.hpp>
+#include "tfg/torch/execute.hpp"
+#include "tfg/torch/inputs.hpp"
+#include "tfg/torch/ivalue.hpp"
+#include "tfg/torch/model.hpp"
 
 #include <ATen/core/grad_mode.h>
 #include <torch/csrc/autograd/autograd.h>
@@ -100,16 +100,17 @@ struct influence_options {
   std::size_t max_inputs = 2;             ///< profiling inputs used (g is the mean over them); 0: all
   bool perturbation_fallback = true;      ///< estimate by perturbation where there is no gradient
   std::size_t max_perturbed_edges = 256;  ///< cap on edges estimated by perturbation; the rest stay NaN
-  double relative_eps = 1e-3;             ///< perturbation size relative to the anchor's mean |value| (absolute when that is 0)
-  std::size_t probes = 2;                 ///< Rademacher probes per edge and input (coordinate probes when numel <= probes)
-  bool force_perturbation = false;        ///< skip autograd: every edge by perturbation (tests, comparisons)
-  std::uint64_t seed = 0;                 ///< seed of the probe signs
+  double relative_eps = 1e-3;  ///< perturbation size relative to the anchor's mean |value| (absolute when that is 0)
+  std::size_t probes = 2;      ///< Rademacher probes per edge and input (coordinate probes when numel <= probes)
+  bool force_perturbation = false;  ///< skip autograd: every edge by perturbation (tests, comparisons)
+  std::uint64_t seed = 0;           ///< seed of the probe signs
 };
 
 enum class influence_method : std::uint8_t { none, gradient, perturbation };
 
 struct influence_result {
-  std::vector<double> g;                 ///< by edge index (edge_capacity): raw g(e); NaN when unknown (non-floating, dead, not computed)
+  std::vector<double>
+      g;  ///< by edge index (edge_capacity): raw g(e); NaN when unknown (non-floating, dead, not computed)
   std::vector<influence_method> method;  ///< by edge index
   std::size_t gradient_edges = 0;        ///< edges whose g came from autograd (including structural zeros)
   std::size_t perturbed_edges = 0;       ///< edges whose g came from perturbation
@@ -204,18 +205,22 @@ struct accumulator {
 /// State of the gradient passes over all inputs.
 struct gradient_state {
   explicit gradient_state(const graph_type& g)
-      : clone_fresh(g.edge_capacity(), 0), no_point(g.edge_capacity(), 0), made_leaf(g.edge_capacity(), 0),
-        cut(g.node_capacity(), 0), floating(g.edge_capacity(), 0), undefined(g.edge_capacity(), 0),
+      : clone_fresh(g.edge_capacity(), 0),
+        no_point(g.edge_capacity(), 0),
+        made_leaf(g.edge_capacity(), 0),
+        cut(g.node_capacity(), 0),
+        floating(g.edge_capacity(), 0),
+        undefined(g.edge_capacity(), 0),
         g(g.edge_capacity()) {}
   std::vector<char> clone_fresh;  ///< by edge: consumers read a copy (a later in-place op modified it)
   std::vector<char> no_point;     ///< by edge: a leaf that an operator refuses to see require grad
   std::vector<char> made_leaf;    ///< by edge: turned into a leaf that requires grad
   std::vector<std::pair<c10::Symbol, std::size_t>> no_grad_slots;  ///< (operator, argument index) refusing grad
-  std::size_t next_pos = 0;       ///< position of the node running now (the failing one after a throw)
-  std::vector<char> cut;          ///< by node: no derivative through this node
-  std::vector<char> floating;     ///< by edge: a floating tensor was seen
-  std::vector<char> undefined;    ///< by edge: floating, but autograd gave no gradient
-  bool clone_leaves = false;      ///< retry mode: aliasing leaves are copied too
+  std::size_t next_pos = 0;     ///< position of the node running now (the failing one after a throw)
+  std::vector<char> cut;        ///< by node: no derivative through this node
+  std::vector<char> floating;   ///< by edge: a floating tensor was seen
+  std::vector<char> undefined;  ///< by edge: floating, but autograd gave no gradient
+  bool clone_leaves = false;    ///< retry mode: aliasing leaves are copied too
   accumulator g;
   std::string note;
 };
@@ -376,7 +381,8 @@ inline bool refuse_grad_slots(const executor& ex, graph::node_id n, const std::s
   }
   if (slots.empty())
     for (std::size_t a = 0; a < d.args.size(); ++a)
-      if (d.args[a].how == argument::form::edge && st.made_leaf[graph::index(inputs[d.args[a].input])]) slots.push_back(a);
+      if (d.args[a].how == argument::form::edge && st.made_leaf[graph::index(inputs[d.args[a].input])])
+        slots.push_back(a);
   bool added = false;
   for (auto a : slots) {
     const std::pair<c10::Symbol, std::size_t> slot{d.kind, a};
@@ -555,13 +561,15 @@ class perturber {
       for (std::size_t k = 0; k < n_inputs; ++k) {
         const auto args = id::copy_arguments(inputs[k]);
         for (int attempt = 0;; ++attempt) {
-          if (attempt >= 32) throw model_error("the gradient pass kept failing after " + std::to_string(attempt) + " retries");
+          if (attempt >= 32)
+            throw model_error("the gradient pass kept failing after " + std::to_string(attempt) + " retries");
           try {
             if (id::gradient_pass(ex, args, st)) break;
           } catch (const std::exception& e) {
             const std::string what = e.what();
             // A leaf used in place (a view of a constant, then add_): copy aliasing leaves too.
-            const bool in_place = what.find("in-place") != std::string::npos || what.find("inplace") != std::string::npos;
+            const bool in_place =
+                what.find("in-place") != std::string::npos || what.find("inplace") != std::string::npos;
             if (in_place && !st.clone_leaves) {
               st.clone_leaves = true;
               continue;

@@ -1,8 +1,8 @@
 #pragma once
 /// Profiling inputs: read from a `NAME.inputs.pt` file written by `torch.save([(x0,), (x1,)])`,
 /// or synthesised from the input types a trace recorded.
-#include <tfg/torch/model.hpp>
-#include <tfg/torch/pickle_compat.hpp>
+#include "tfg/torch/model.hpp"
+#include "tfg/torch/pickle_compat.hpp"
 
 #include <torch/csrc/jit/serialization/pickle.h>
 #include <torch/script.h>
@@ -56,7 +56,8 @@ using input_set = std::vector<std::vector<c10::IValue>>;  ///< one positional-ar
       if (v.isGenericDict()) {
         const auto dt = t->expect<c10::DictType>();
         c10::impl::GenericDict d(dt->getKeyType(), dt->getValueType());
-        for (const auto& e : v.toGenericDict()) d.insert(conform(e.key(), dt->getKeyType()), conform(e.value(), dt->getValueType()));
+        for (const auto& e : v.toGenericDict())
+          d.insert(conform(e.key(), dt->getKeyType()), conform(e.value(), dt->getValueType()));
         return d;
       }
       break;
@@ -110,7 +111,8 @@ inline void conform_inputs(const model& m, input_set& in) {
       const auto got = in[k][i].toTensor().sizes().vec();
       if (want && *want != got)
         throw model_error(m.source + ": input " + std::to_string(k + 1) + ", argument " + std::to_string(i + 1) +
-                          " has shape " + c10::str(c10::IntArrayRef(got)) + "; the program was exported for " + c10::str(c10::IntArrayRef(*want)) +
+                          " has shape " + c10::str(c10::IntArrayRef(got)) + "; the program was exported for " +
+                          c10::str(c10::IntArrayRef(*want)) +
                           " (torch.export programs have static shapes: give inputs of these shapes, or export "
                           "the model for the shapes you want)");
     }

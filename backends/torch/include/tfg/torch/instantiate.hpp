@@ -4,8 +4,8 @@
 /// "channels_last_format", "none") into the IValues TorchScript expects, trailing defaults.
 /// Used when a mutation's replacement template is instantiated and when example graphs of
 /// operator files are built.
-#include <tfg/match/adapter.hpp>
-#include <tfg/torch/model.hpp>
+#include "tfg/match/adapter.hpp"
+#include "tfg/torch/model.hpp"
 
 #include <torch/csrc/jit/runtime/operator.h>
 
@@ -72,7 +72,8 @@ namespace detail {
   bool real_optional = false;
   const auto rt = unwrap_optional(real_type, real_optional);
   const auto k = t->kind();
-  if (std::holds_alternative<std::monostate>(a)) return optional ? std::optional<c10::IValue>(c10::IValue()) : std::nullopt;
+  if (std::holds_alternative<std::monostate>(a))
+    return optional ? std::optional<c10::IValue>(c10::IValue()) : std::nullopt;
   if (const auto* s = std::get_if<std::string>(&a)) {
     if (k == c10::TypeKind::StringType) return c10::IValue(*s);  // gelu's approximate="none"
     if (*s == "none") return optional ? std::optional<c10::IValue>(c10::IValue()) : std::nullopt;
@@ -111,11 +112,13 @@ namespace detail {
     auto elem = t->castRaw<c10::ListType>()->getElementType()->kind();
     if (elem == c10::TypeKind::IntType || elem == c10::TypeKind::SymIntType)
       return c10::IValue(c10::List<std::int64_t>(*il));
-    if (elem == c10::TypeKind::FloatType) return c10::IValue(c10::List<double>(std::vector<double>(il->begin(), il->end())));
+    if (elem == c10::TypeKind::FloatType)
+      return c10::IValue(c10::List<double>(std::vector<double>(il->begin(), il->end())));
     return std::nullopt;
   }
   if (const auto* dl = std::get_if<std::vector<double>>(&a)) {
-    if (k == c10::TypeKind::ListType && t->castRaw<c10::ListType>()->getElementType()->kind() == c10::TypeKind::FloatType)
+    if (k == c10::TypeKind::ListType &&
+        t->castRaw<c10::ListType>()->getElementType()->kind() == c10::TypeKind::FloatType)
       return c10::IValue(c10::List<double>(*dl));
     return std::nullopt;
   }
@@ -137,7 +140,8 @@ namespace detail {
     case c10::TypeKind::ListType: {
       const auto elem = t->castRaw<c10::ListType>()->getElementType()->kind();
       if (elem == c10::TypeKind::TensorType) return kind == state::value_kind::tensor_list;
-      if (elem == c10::TypeKind::IntType || elem == c10::TypeKind::SymIntType) return kind == state::value_kind::int_list;
+      if (elem == c10::TypeKind::IntType || elem == c10::TypeKind::SymIntType)
+        return kind == state::value_kind::int_list;
       return false;
     }
     default: return false;
@@ -145,7 +149,8 @@ namespace detail {
 }
 
 /// Tries to lay out `args` against `schema`; fills `out` on success.
-[[nodiscard]] inline bool fit(const c10::FunctionSchema& schema, const std::vector<proto_arg>& args, std::vector<argument>& out) {
+[[nodiscard]] inline bool fit(const c10::FunctionSchema& schema, const std::vector<proto_arg>& args,
+                              std::vector<argument>& out) {
   const auto& formal = schema.arguments();
   if (args.size() > formal.size() || schema.is_vararg()) return false;
   out.clear();
@@ -229,7 +234,8 @@ namespace detail {
     }
     return b;
   }
-  std::string msg = "no overload of " + op_name + " accepts these " + std::to_string(args.size()) + " arguments; schemas:";
+  std::string msg =
+      "no overload of " + op_name + " accepts these " + std::to_string(args.size()) + " arguments; schemas:";
   for (const auto& op : candidates) msg += "\n  " + c10::toString(op->schema());
   throw model_error(msg);
 }

@@ -51,7 +51,8 @@ inline void flatten_into(const c10::IValue& v, const std::string& path, output_l
     std::size_t i = 0;
     for (const auto& e : v.toGenericDict()) {
       const auto& k = e.key();
-      flatten_into(e.value(), k.isString() ? (path.empty() ? "" : path + ".") + k.toStringRef() : child_path(path, i), out);
+      flatten_into(e.value(), k.isString() ? (path.empty() ? "" : path + ".") + k.toStringRef() : child_path(path, i),
+                   out);
       ++i;
     }
   } else if (v.isTensor()) {
@@ -109,7 +110,8 @@ using tensor_transform = std::function<at::Tensor(const at::Tensor&)>;
   return v;
 }
 
-[[nodiscard]] inline std::vector<c10::IValue> deep_clone(const std::vector<c10::IValue>& in, const tensor_transform& f = {}) {
+[[nodiscard]] inline std::vector<c10::IValue> deep_clone(const std::vector<c10::IValue>& in,
+                                                         const tensor_transform& f = {}) {
   std::vector<c10::IValue> out;
   out.reserve(in.size());
   for (const auto& v : in) out.push_back(deep_clone(v, f));
@@ -175,7 +177,8 @@ void for_each_tensor(const c10::IValue& v, F&& f) {
   }
   // Containers (a dict's values by key: DeepLab's {"out": ...}) leaf by leaf; `==` on a
   // container of tensors would ask a tensor for its truth value.
-  const bool seq_a = a.isTuple() || a.isList() || a.isGenericDict(), seq_b = b.isTuple() || b.isList() || b.isGenericDict();
+  const bool seq_a = a.isTuple() || a.isList() || a.isGenericDict(),
+             seq_b = b.isTuple() || b.isList() || b.isGenericDict();
   if (seq_a && seq_b) {
     const auto x = flatten(a), y = flatten(b);
     if (x.size() != y.size()) return inf;

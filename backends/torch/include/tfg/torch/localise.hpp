@@ -14,15 +14,15 @@
 ///    supervisor bisects over such cuts (tfg/campaign/localise.hpp), one request each;
 ///  - `located_node`: the node's kind and the state class of its inputs, for the signature.
 /// Positions are indices into `graph.topological_order()`.
-#include <tfg/campaign/protocol.hpp>
-#include <tfg/torch/compare.hpp>
-#include <tfg/torch/configs.hpp>
-#include <tfg/torch/execute.hpp>
-#include <tfg/torch/ivalue.hpp>
-#include <tfg/torch/model.hpp>
-#include <tfg/torch/profile.hpp>
-#include <tfg/torch/summary.hpp>
-#include <tfg/torch/window.hpp>
+#include "tfg/campaign/protocol.hpp"
+#include "tfg/torch/compare.hpp"
+#include "tfg/torch/configs.hpp"
+#include "tfg/torch/execute.hpp"
+#include "tfg/torch/ivalue.hpp"
+#include "tfg/torch/model.hpp"
+#include "tfg/torch/profile.hpp"
+#include "tfg/torch/summary.hpp"
+#include "tfg/torch/window.hpp"
 
 #include <map>
 #include <memory>
@@ -41,9 +41,9 @@ namespace tfg::torch {
 
 /// Every edge's value from one op-by-op run, as produced.
 struct edge_values {
-  std::vector<c10::IValue> at;  ///< by edge index; None for edges not produced
-  bool widened = false;         ///< floating values are float64 (float64_reference)
-  std::string error;            ///< the run failed: why ("" when it completed)
+  std::vector<c10::IValue> at;        ///< by edge index; None for edges not produced
+  bool widened = false;               ///< floating values are float64 (float64_reference)
+  std::string error;                  ///< the run failed: why ("" when it completed)
   std::int64_t failed_position = -1;  ///< the node that threw
 
   [[nodiscard]] bool ok() const noexcept { return error.empty(); }
@@ -57,15 +57,16 @@ namespace localise_detail {
     const auto& t = v.toTensor();
     return t.defined() ? c10::IValue(t.detach().clone()) : v;
   }
-  if (v.isTensorList() || v.isTuple() || v.isList()) return ivalue::deep_clone(v, [](const at::Tensor& t) { return t.detach().clone(); });
+  if (v.isTensorList() || v.isTuple() || v.isList())
+    return ivalue::deep_clone(v, [](const at::Tensor& t) { return t.detach().clone(); });
   return v;
 }
 
 }  // namespace localise_detail
 
 /// Runs `m` on `input` in op-by-op configuration `config`, keeping every edge's value.
-[[nodiscard]] inline edge_values snapshot_run(std::string_view config, const model& m, const std::vector<c10::IValue>& input,
-                                              int threads = 1) {
+[[nodiscard]] inline edge_values snapshot_run(std::string_view config, const model& m,
+                                              const std::vector<c10::IValue>& input, int threads = 1) {
   edge_values out;
   out.at.assign(m.graph.edge_capacity(), c10::IValue());
   const configuration_scope running(config);
@@ -147,8 +148,8 @@ inline void describe_node(const model& m, std::size_t position, const edge_value
       }
       for (std::size_t i = 0; i < la.size(); ++i) {
         oracle::verdict w;
-        compare_leaf(w, la[i].value, lb[i].value, i < lr.size() ? &lr[i].value : nullptr, a_widened,
-                                     b_widened, tr, false, opt);
+        compare_leaf(w, la[i].value, lb[i].value, i < lr.size() ? &lr[i].value : nullptr, a_widened, b_widened, tr,
+                     false, opt);
         if (w.kind > v.kind) v = w;
       }
       return v;
@@ -174,9 +175,8 @@ inline void describe_node(const model& m, std::size_t position, const edge_value
   // The float64 runs take other kernels too (no oneDNN in float64: the native convolution
   // multiplies the zero padding, oneDNN skips it, so Inf weights give NaN at the borders in
   // one only).
-  opt.rewrites_arithmetic =
-      b == "frozen_optimized" || b == "autograd" || b == "float64_reference" || b == "autograd_float64" ||
-      (compiled && b != "aot_eager");
+  opt.rewrites_arithmetic = b == "frozen_optimized" || b == "autograd" || b == "float64_reference" ||
+                            b == "autograd_float64" || (compiled && b != "aot_eager");
   opt.nonfinite_parameters = nonfinite_parameters;
   opt.nonfinite_forward = nonfinite_forward;
   opt.input_precision = input_precision(input);
@@ -249,7 +249,8 @@ inline void describe_node(const model& m, std::size_t position, const edge_value
 /// (those not a or b) as the peers whose spread is the float32 rounding noise of each edge: 4
 /// or 5 runs. When b fails, the node that threw.
 [[nodiscard]] inline campaign::located trace_localise(const model& m, const std::vector<c10::IValue>& input,
-                                                      std::string_view a_name, std::string_view b_name, int threads = 1) {
+                                                      std::string_view a_name, std::string_view b_name,
+                                                      int threads = 1) {
   campaign::located out;
   const auto a = snapshot_run(a_name, m, input, threads);
   const auto b = snapshot_run(b_name, m, input, threads);
@@ -305,7 +306,8 @@ inline void describe_node(const model& m, std::size_t position, const edge_value
       // A selection flip (reads_flipped_selection): everything downstream legitimately differs.
       if (reads_flipped_selection(m, n, a, b, traits)) {
         out.conditioned = true;
-        out.note = out.op + " reads indices that differ between " + std::string(a_name) + " and " + std::string(b_name) +
+        out.note = out.op + " reads indices that differ between " + std::string(a_name) + " and " +
+                   std::string(b_name) +
                    " and come from a tie-dependent operator: the configurations selected other elements at "
                    "near-equal scores, a legitimate difference, not a defect";
         return out;
@@ -318,16 +320,16 @@ inline void describe_node(const model& m, std::size_t position, const edge_value
       // result exceeds float32's range gives Inf in float32 and a finite value in float64 (a
       // division by a denormal), and both are right.
       const bool nonfinite = v.kind == oracle::verdict_kind::nan_inf_mismatch;
-      if ((v.kind == oracle::verdict_kind::numeric_mismatch || nonfinite) && accurate_on_own_inputs(m, n, a, traits, opt) &&
-          accurate_on_own_inputs(m, n, b, traits, opt)) {
+      if ((v.kind == oracle::verdict_kind::numeric_mismatch || nonfinite) &&
+          accurate_on_own_inputs(m, n, a, traits, opt) && accurate_on_own_inputs(m, n, b, traits, opt)) {
         out.conditioned = true;
-        out.note = nonfinite
-                       ? out.op + " computes its output correctly rounded from its inputs in " + std::string(a_name) +
-                             " and " + std::string(b_name) + ": NaN or Inf in one of them only is the dtype's range " +
-                             "(an exact value beyond float32's largest overflows to Inf), not a defect"
-                       : out.op + " computes its output accurately from its inputs in " + std::string(a_name) + " and " +
-                             std::string(b_name) + " (within the float32 floor of float64 on the same inputs): the " +
-                             "divergence is upstream float32 rounding it amplifies (ill-conditioned), not a defect";
+        out.note =
+            nonfinite ? out.op + " computes its output correctly rounded from its inputs in " + std::string(a_name) +
+                            " and " + std::string(b_name) + ": NaN or Inf in one of them only is the dtype's range " +
+                            "(an exact value beyond float32's largest overflows to Inf), not a defect"
+                      : out.op + " computes its output accurately from its inputs in " + std::string(a_name) + " and " +
+                            std::string(b_name) + " (within the float32 floor of float64 on the same inputs): the " +
+                            "divergence is upstream float32 rounding it amplifies (ill-conditioned), not a defect";
       }
       return out;
     }
@@ -401,7 +403,8 @@ struct probe_cache {
   for (std::size_t i = 0; i < cut.size(); ++i) {
     const auto& c = cut[i];
     if (c.position >= order.size()) {
-      out.note = "cut position " + std::to_string(c.position) + " beyond the model's " + std::to_string(order.size()) + " nodes";
+      out.note = "cut position " + std::to_string(c.position) + " beyond the model's " + std::to_string(order.size()) +
+                 " nodes";
       return out;
     }
     const auto n = order[c.position];

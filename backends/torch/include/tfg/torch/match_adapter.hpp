@@ -3,9 +3,9 @@
 /// into the operators' symbol table, schema arguments as backend-neutral views (dtype, memory
 /// format and layout codes as the DSL's words), and F(e) from a profile. Built once per
 /// profiled model, O(nodes + arguments).
-#include <tfg/match/adapter.hpp>
-#include <tfg/torch/profile.hpp>
-#include <tfg/torch/schema.hpp>
+#include "tfg/match/adapter.hpp"
+#include "tfg/torch/profile.hpp"
+#include "tfg/torch/schema.hpp"
 
 #include <deque>
 #include <string>
@@ -56,8 +56,8 @@ class torch_match_adapter {
       out.reserve(d.args.size());
       const auto* schema = d.kind.is_prim() ? nullptr : schema_of(g, n);
       for (std::size_t k = 0; k < d.args.size(); ++k) {
-        const auto kind = schema && k < schema->arguments().size() ? real_kind(schema->arguments()[k])
-                                                                   : c10::TypeKind::AnyType;
+        const auto kind =
+            schema && k < schema->arguments().size() ? real_kind(schema->arguments()[k]) : c10::TypeKind::AnyType;
         out.push_back(view_of(d.args[k], inputs, kind));
       }
     }

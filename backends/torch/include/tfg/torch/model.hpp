@@ -7,9 +7,9 @@
 /// importer folds `prim::ListConstruct` / `prim::TupleConstruct` into the consumer). Results
 /// that the graph unpacked right away (`aten::chunk` followed by `prim::ListUnpack`) become
 /// several output edges of the producing node.
-#include <tfg/graph/flow_graph.hpp>
-#include <tfg/state/tensor_state.hpp>
-#include <tfg/torch/compat.hpp>
+#include "tfg/graph/flow_graph.hpp"
+#include "tfg/state/tensor_state.hpp"
+#include "tfg/torch/compat.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -35,7 +35,8 @@ class model_error : public std::runtime_error {
   while (!what.empty()) {
     const auto nl = what.find('\n');
     auto line = what.substr(0, nl);
-    while (!line.empty() && (line.front() == ' ' || line.front() == '\t' || line.front() == '\r')) line.remove_prefix(1);
+    while (!line.empty() && (line.front() == ' ' || line.front() == '\t' || line.front() == '\r'))
+      line.remove_prefix(1);
     while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r')) line.remove_suffix(1);
     if (!line.empty()) return std::string(line);
     if (nl == std::string_view::npos) break;
@@ -81,10 +82,11 @@ struct node_data {
   c10::Symbol kind;
   std::vector<argument> args;
   std::vector<result_slot> results;
-  c10::IValue constant;       ///< payload of a tensor `prim::Constant`
-  std::string where;          ///< source location of the TorchScript node, for messages
-  std::string scope;          ///< module scope (e.g. `__module.layer1.0.conv1`)
-  mutable compat::operation op;  ///< resolved kernel (mutable: calling a 1.13 Operation is non-const); empty for natively executed prim nodes
+  c10::IValue constant;  ///< payload of a tensor `prim::Constant`
+  std::string where;     ///< source location of the TorchScript node, for messages
+  std::string scope;     ///< module scope (e.g. `__module.layer1.0.conv1`)
+  mutable compat::operation
+      op;  ///< resolved kernel (mutable: calling a 1.13 Operation is non-const); empty for natively executed prim nodes
 
   [[nodiscard]] std::string name() const { return kind.toQualString(); }
 };
@@ -113,7 +115,7 @@ struct pt2_program;  // pt2.hpp: the torch.export program a model was imported f
 struct model {
   graph_type graph;
   output_tree output;
-  std::string source;         ///< file it came from (or a description)
+  std::string source;  ///< file it came from (or a description)
   std::vector<std::string> input_names;
   /// The defaults of forward's trailing arguments (a scripted `forward(src, mask=None)`), by
   /// input position (None-typed IValue() where there is none): inputs that leave them out get them.
@@ -144,9 +146,8 @@ struct model {
 /// The ScalarType a DSL dtype word names (`f32`, `i64`, `bool`, ...; dsl/spec.md), if any.
 [[nodiscard]] inline std::optional<c10::ScalarType> scalar_type_of_word(std::string_view w) {
   static constexpr std::pair<std::string_view, c10::ScalarType> names[] = {
-      {"f16", c10::kHalf}, {"bf16", c10::kBFloat16}, {"f32", c10::kFloat}, {"f64", c10::kDouble},
-      {"i8", c10::kChar},  {"u8", c10::kByte},       {"i16", c10::kShort}, {"i32", c10::kInt},
-      {"i64", c10::kLong}, {"bool", c10::kBool}};
+      {"f16", c10::kHalf}, {"bf16", c10::kBFloat16}, {"f32", c10::kFloat}, {"f64", c10::kDouble}, {"i8", c10::kChar},
+      {"u8", c10::kByte},  {"i16", c10::kShort},     {"i32", c10::kInt},   {"i64", c10::kLong},   {"bool", c10::kBool}};
   for (const auto& [n, t] : names)
     if (w == n) return t;
   return std::nullopt;

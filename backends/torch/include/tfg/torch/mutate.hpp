@@ -4,13 +4,13 @@
 /// as one rewrite transaction, and the mutant is probed — profiled on the profiling inputs —
 /// so the constraints deferred to the probe and the requirements R(v) of every node that now
 /// reads a replacement value can be checked (dsl/spec.md section 10).
-#include <tfg/dsl/builtins.hpp>
-#include <tfg/match/candidates.hpp>
-#include <tfg/torch/instantiate.hpp>
-#include <tfg/torch/execute.hpp>
-#include <tfg/torch/inputs.hpp>
-#include <tfg/torch/match_adapter.hpp>
-#include <tfg/torch/profile.hpp>
+#include "tfg/dsl/builtins.hpp"
+#include "tfg/match/candidates.hpp"
+#include "tfg/torch/instantiate.hpp"
+#include "tfg/torch/execute.hpp"
+#include "tfg/torch/inputs.hpp"
+#include "tfg/torch/match_adapter.hpp"
+#include "tfg/torch/profile.hpp"
 
 #include <algorithm>
 #include <functional>
@@ -29,10 +29,10 @@ struct mutation_failure {
 };
 
 struct mutant {
-  model graph_model;                              ///< the mutated model
-  std::vector<graph::node_id> added;              ///< nodes the replacement added
+  model graph_model;                                              ///< the mutated model
+  std::vector<graph::node_id> added;                              ///< nodes the replacement added
   std::unordered_map<std::uint32_t, graph::edge_id> value_edges;  ///< replacement slot -> edge
-  profile probe;                                  ///< the mutant profiled on the inputs
+  profile probe;                                                  ///< the mutant profiled on the inputs
 };
 
 namespace detail {
@@ -56,8 +56,8 @@ class mutant_probe final : public match::probe_source {
 }  // namespace detail
 
 /// Instantiates a candidate of `op` over `source` (seen through `adapter`) with bindings `b`
-/// (`candidate_set::bound(c)`) into a copy of the model. Returns the mutant, or why the replacement cannot be built or committed
-/// (no overload fits, an unsupported helper, a rewrite that would dangle or cycle).
+/// (`candidate_set::bound(c)`) into a copy of the model. Returns the mutant, or why the replacement cannot be built or
+/// committed (no overload fits, an unsupported helper, a rewrite that would dangle or cycle).
 namespace detail {
 
 /// The first node of `g` that writes, in place, a tensor constant of the model or a view of
@@ -98,12 +98,9 @@ namespace detail {
 }  // namespace detail
 
 template <class Adapter>
-[[nodiscard]] std::variant<mutant, mutation_failure> instantiate(const model& source, const Adapter& adapter,
-                                                                 const match::compiled_operator& op,
-                                                                 const match::bindings& b,
-                                                                 const match::symbol_table& symbols,
-                                                                 match::workspace& ws,
-                                                                 const input_set* inputs_for_shapes = nullptr) {
+[[nodiscard]] std::variant<mutant, mutation_failure> instantiate(
+    const model& source, const Adapter& adapter, const match::compiled_operator& op, const match::bindings& b,
+    const match::symbol_table& symbols, match::workspace& ws, const input_set* inputs_for_shapes = nullptr) {
   using match::template_arg;
   mutant out;
   out.graph_model = source;
@@ -111,7 +108,9 @@ template <class Adapter>
   auto tx = g.begin_rewrite();
   std::unordered_map<std::uint32_t, graph::value_ref> staged;  // replacement slot -> value
   std::unordered_map<std::uint32_t, state::value_kind> staged_kind;
-  auto fail = [&](std::string msg) { return mutation_failure{match::reject_stage::internal, op.name + ": " + std::move(msg)}; };
+  auto fail = [&](std::string msg) {
+    return mutation_failure{match::reject_stage::internal, op.name + ": " + std::move(msg)};
+  };
   auto first_state = [&](graph::edge_id e) -> const state::tensor_state* {
     const auto& runs = adapter.profile(e).runs;
     return runs.empty() ? nullptr : &runs[0];
@@ -165,7 +164,8 @@ template <class Adapter>
         for (std::size_t i = 0; i < st.size(); ++i) local[{node.index, static_cast<std::uint32_t>(i)}] = st[i];
       } catch (const std::exception& e) {
         // leaves the outputs unknown; a helper that needs them fails with this message
-        if (local_error.empty()) local_error = copy->name() + " does not run on the first profiling input: " + first_line(e.what());
+        if (local_error.empty())
+          local_error = copy->name() + " does not run on the first profiling input: " + first_line(e.what());
       }
     }
     return node;
@@ -262,7 +262,8 @@ template <class Adapter>
     std::string op_name = rn.op;
     if (rn.op_param) {
       const auto& p = b.params.at(*rn.op_param);
-      if (const auto* id = std::get_if<std::int64_t>(&p)) op_name = std::string(symbols.name(static_cast<std::uint32_t>(*id)));
+      if (const auto* id = std::get_if<std::int64_t>(&p))
+        op_name = std::string(symbols.name(static_cast<std::uint32_t>(*id)));
       else if (const auto* s = std::get_if<std::string>(&p)) op_name = *s;
     }
     if (op_name == "prim::ListConstruct" && rn.outputs.size() == 1) {
@@ -293,7 +294,8 @@ template <class Adapter>
       } else if (op_name == "tfg::softmax") {
         out = make_node("aten::softmax", {self, constant(std::int64_t{-1}), constant(std::monostate{})}, {x});
       } else if (op_name == "tfg::tanhshrink") {
-        if (auto t = make_node("aten::tanh", {self}, {x})) out = make_node("aten::sub", {self, second, constant(std::int64_t{1})}, {x, *t});
+        if (auto t = make_node("aten::tanh", {self}, {x}))
+          out = make_node("aten::sub", {self, second, constant(std::int64_t{1})}, {x, *t});
       } else if (op_name == "tfg::softsign") {
         if (auto a = make_node("aten::abs", {self}, {x}))
           if (auto d = make_node("aten::add", {self, constant(1.0), constant(std::int64_t{1})}, {*a}))
@@ -341,7 +343,8 @@ template <class Adapter>
           if (const auto* e = std::get_if<proto_arg::edge_ref>(&item.v)) {
             if (e->input >= inputs.size()) return fail(op_name + ": a size is not a value");
             diff = make_node("aten::sub", {first_int, second_int}, {inputs[e->input], *size});
-          } else if (const auto* c = std::get_if<match::attr_value>(&item.v); c && std::holds_alternative<std::int64_t>(*c)) {
+          } else if (const auto* c = std::get_if<match::attr_value>(&item.v);
+                     c && std::holds_alternative<std::int64_t>(*c)) {
             diff = make_node("aten::sub", {constant(std::get<std::int64_t>(*c)), first_int}, {*size});
           } else {
             return fail(op_name + ": a size must be an int");
@@ -352,16 +355,16 @@ template <class Adapter>
           auto right = make_node("aten::sub", {first_int, second_int}, {*diff, *left});
           if (!right) return not_built(op_name + ": aten::sub could not be built");
           pad_inputs.push_back(*left);
-          pad_items.push_back(proto_arg{proto_arg::edge_ref{static_cast<std::uint32_t>(pad_inputs.size() - 1),
-                                                            state::value_kind::integer}});
+          pad_items.push_back(proto_arg{
+              proto_arg::edge_ref{static_cast<std::uint32_t>(pad_inputs.size() - 1), state::value_kind::integer}});
           pad_inputs.push_back(*right);
-          pad_items.push_back(proto_arg{proto_arg::edge_ref{static_cast<std::uint32_t>(pad_inputs.size() - 1),
-                                                            state::value_kind::integer}});
+          pad_items.push_back(proto_arg{
+              proto_arg::edge_ref{static_cast<std::uint32_t>(pad_inputs.size() - 1), state::value_kind::integer}});
         }
         proto_arg value{match::attr_value{0.0}};
         if (const auto* v = std::get_if<match::attr_value>(&pad_value)) value = proto_arg{*v};
         auto padded = make_node("aten::constant_pad_nd", {first_tensor, proto_arg{std::move(pad_items)}, value},
-                           std::move(pad_inputs));
+                                std::move(pad_inputs));
         if (!padded) return not_built(op_name + ": aten::constant_pad_nd could not be built");
         staged.insert_or_assign(rn.outputs[0], *padded);
         staged_kind[rn.outputs[0]] = state::value_kind::tensor;
@@ -396,7 +399,8 @@ template <class Adapter>
         from->insert(from->begin() + 1, 1);
       }
       while (from->size() > to.size() && op_name == "tfg::revert_shape") {
-        if (from->size() < 2 || (*from)[1] != 1) return fail(op_name + ": cannot drop axis 1 of size " + std::to_string((*from)[1]));
+        if (from->size() < 2 || (*from)[1] != 1)
+          return fail(op_name + ": cannot drop axis 1 of size " + std::to_string((*from)[1]));
         if (auto f = one_op("aten::squeeze", {self, proto_arg{match::attr_value{std::int64_t{1}}}})) return *f;
         from->erase(from->begin() + 1);
       }
@@ -423,7 +427,8 @@ template <class Adapter>
     // Shape-adaptation helpers expand into aten ops; shapes and dtypes come from F (run 0).
     if (rn.helper) {
       const auto like_state = [&](std::size_t i) -> const state::tensor_state* {
-        if (i >= rn.args.size() || rn.args[i].k != template_arg::kind::value || rn.args[i].slot >= op.pattern_value_count)
+        if (i >= rn.args.size() || rn.args[i].k != template_arg::kind::value ||
+            rn.args[i].slot >= op.pattern_value_count)
           return nullptr;
         return first_state(b.values[rn.args[i].slot]);
       };
@@ -513,7 +518,8 @@ template <class Adapter>
   for (auto [slot, ref] : staged) out.value_edges[slot] = applied->edge(ref);
   out.added = applied->new_nodes;
   if (const auto n = detail::constant_writer(out.graph_model.graph); n != graph::no_node)
-    return fail(describe(out.graph_model.graph, n) + " writes a constant of the model in place: the mutant would change " +
+    return fail(describe(out.graph_model.graph, n) +
+                " writes a constant of the model in place: the mutant would change " +
                 "its own parameters on every call (and the supervisor's copy of the seed, whose constants it shares)");
   return out;
 }
@@ -525,8 +531,8 @@ template <class Adapter>
 /// a supervised worker ran the mutant's reference configuration without crashing.
 template <class Adapter>
 [[nodiscard]] std::optional<mutation_failure> check_mutant(mutant& mu, const Adapter& adapter,
-                                                           const match::compiled_operator& op,
-                                                           const match::bindings& b, match::symbol_table& symbols,
+                                                           const match::compiled_operator& op, const match::bindings& b,
+                                                           match::symbol_table& symbols,
                                                            const match::requirement_table& requirements,
                                                            const input_set& inputs, match::workspace& ws) {
   try {
@@ -547,10 +553,11 @@ template <class Adapter>
       for (const auto& u : mu.graph_model.graph.consumers(e)) readers.insert(graph::index(u.node));
   for (auto r : readers) {
     const match::compiled_requirement* failed = nullptr;
-    if (match::evaluate_requirement(requirements, after, graph::node_id{static_cast<std::uint32_t>(r)}, ws, graph::no_edge,
-                                    nullptr, &failed) == match::requirement_outcome::fails)
+    if (match::evaluate_requirement(requirements, after, graph::node_id{static_cast<std::uint32_t>(r)}, ws,
+                                    graph::no_edge, nullptr, &failed) == match::requirement_outcome::fails)
       return mutation_failure{match::reject_stage::output,
-                              op.name + ": " + std::string(after.op_kind(graph::node_id{static_cast<std::uint32_t>(r)})) +
+                              op.name + ": " +
+                                  std::string(after.op_kind(graph::node_id{static_cast<std::uint32_t>(r)})) +
                                   " rejects its new input" + (failed ? " (" + failed->where + ")" : "")};
   }
   return std::nullopt;
@@ -559,8 +566,8 @@ template <class Adapter>
 /// The full legality check of a candidate: instantiate, then check_mutant.
 template <class Adapter>
 [[nodiscard]] std::variant<mutant, mutation_failure> mutate(const model& source, const Adapter& adapter,
-                                                            const match::compiled_operator& op, const match::bindings& b,
-                                                            match::symbol_table& symbols,
+                                                            const match::compiled_operator& op,
+                                                            const match::bindings& b, match::symbol_table& symbols,
                                                             const match::requirement_table& requirements,
                                                             const input_set& inputs, match::workspace& ws) {
   auto made = instantiate(source, adapter, op, b, symbols, ws, &inputs);

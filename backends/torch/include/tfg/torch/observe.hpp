@@ -6,10 +6,10 @@
 ///     auto universe = tfg::torch::universe_from_requirements("operators/requirements");
 ///     tfg::metrics::tracker t(tfg::torch::metrics_space(universe));
 ///     t.observe(tfg::torch::observe(mutant, profiler.run(mutant, inputs)));  // legal mutants only
-#include <tfg/metrics/metrics.hpp>
-#include <tfg/torch/model.hpp>
-#include <tfg/torch/profile.hpp>
-#include <tfg/torch/schema.hpp>
+#include "tfg/metrics/metrics.hpp"
+#include "tfg/torch/model.hpp"
+#include "tfg/torch/profile.hpp"
+#include "tfg/torch/schema.hpp"
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/function_schema.h>
@@ -175,7 +175,8 @@ struct param_type {
 /// with the `symbol_table` it was compiled with). Generic so this header need not include the
 /// DSL compiler. Sorted, distinct.
 template <class RequirementTable, class SymbolTable>
-[[nodiscard]] std::vector<std::string> universe_from_requirements(const RequirementTable& table, const SymbolTable& symbols) {
+[[nodiscard]] std::vector<std::string> universe_from_requirements(const RequirementTable& table,
+                                                                  const SymbolTable& symbols) {
   std::set<std::string> names;
   for (const auto& [id, alternatives] : table.by_op) names.emplace(symbols.name(id));
   return {names.begin(), names.end()};
@@ -259,7 +260,8 @@ namespace detail {
 /// The bin of a scalar computed at run time (a `state::tensor_state` of an int/float/bool edge).
 [[nodiscard]] inline std::optional<std::uint32_t> bin_of(const state::tensor_state& s, const param_type& t) {
   using state::value_kind;
-  if (s.kind != value_kind::integer && s.kind != value_kind::floating && s.kind != value_kind::boolean) return std::nullopt;
+  if (s.kind != value_kind::integer && s.kind != value_kind::floating && s.kind != value_kind::boolean)
+    return std::nullopt;
   switch (t.kind) {
     case metrics::param_kind::boolean: return metrics::bin_bool(s.scalar != 0);
     case metrics::param_kind::integer: return metrics::bin_int(static_cast<std::int64_t>(s.scalar));

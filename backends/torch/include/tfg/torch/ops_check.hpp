@@ -4,13 +4,13 @@
 /// (all four stages, the probe, R(v) of the new readers), satisfy its `expect` block, run,
 /// and — when the operator claims to preserve values — compute the seed's outputs within
 /// its tolerance. A no_match must be rejected, by the stage it names.
-#include <tfg/dsl/ast.hpp>
-#include <tfg/torch/example_graph.hpp>
-#include <tfg/torch/externs.hpp>
-#include <tfg/torch/ivalue.hpp>
-#include <tfg/torch/infer.hpp>
-#include <tfg/torch/mutate.hpp>
-#include <tfg/oracle/verdict.hpp>
+#include "tfg/dsl/ast.hpp"
+#include "tfg/torch/example_graph.hpp"
+#include "tfg/torch/externs.hpp"
+#include "tfg/torch/ivalue.hpp"
+#include "tfg/torch/infer.hpp"
+#include "tfg/torch/mutate.hpp"
+#include "tfg/oracle/verdict.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -22,9 +22,9 @@
 namespace tfg::torch {
 
 struct example_outcome {
-  std::string op;        ///< operator name
-  std::string where;     ///< file:line of the example
-  bool match = true;     ///< the example's kind
+  std::string op;     ///< operator name
+  std::string where;  ///< file:line of the example
+  bool match = true;  ///< the example's kind
   bool passed = false;
   bool skipped = false;  ///< needs a device this machine lacks (counts as passed)
   std::string message;   ///< why it failed, or a short summary of what held
@@ -243,8 +243,9 @@ inline int stage_rank(match::reject_stage s) {
             const double ex_ = ivalue::excess(mu.probe.outputs[i], prof.outputs[i], atol, rtol);
             if (ex_ > 0) {
               char buf[160];
-              std::snprintf(buf, sizeof buf, "claims to preserve values but input %zu differs by %.3g beyond atol=%g rtol=%g",
-                            i, ex_, atol, rtol);
+              std::snprintf(buf, sizeof buf,
+                            "claims to preserve values but input %zu differs by %.3g beyond atol=%g rtol=%g", i, ex_,
+                            atol, rtol);
               out.message = buf;
               return out;
             }
@@ -266,7 +267,8 @@ inline int stage_rank(match::reject_stage s) {
     if (legal > 0) {
       out.message = "expected no match, got " + std::to_string(legal) + " legal mutant(s)";
     } else if (latest != want) {
-      out.message = std::string("rejected by ") + (latest >= 0 ? std::string(match::name(static_cast<match::reject_stage>(latest + 1))) : "nothing") +
+      out.message = std::string("rejected by ") +
+                    (latest >= 0 ? std::string(match::name(static_cast<match::reject_stage>(latest + 1))) : "nothing") +
                     ", expected " + std::string(match::name(static_cast<match::reject_stage>(want + 1))) +
                     (latest_message.empty() ? "" : ": " + latest_message);
     } else {

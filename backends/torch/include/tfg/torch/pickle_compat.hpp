@@ -32,9 +32,9 @@ namespace tfg::torch {
     bool mark;
   };
   std::vector<slot> stack;
-  std::vector<std::size_t> marks_at;                        // offsets that get a MARK inserted before them
-  std::vector<std::pair<std::size_t, char>> replace;        // opcode offset -> new opcode
-  std::vector<std::pair<std::size_t, std::size_t>> drop;    // [from, to) removed (frames)
+  std::vector<std::size_t> marks_at;                      // offsets that get a MARK inserted before them
+  std::vector<std::pair<std::size_t, char>> replace;      // opcode offset -> new opcode
+  std::vector<std::pair<std::size_t, std::size_t>> drop;  // [from, to) removed (frames)
   std::size_t i = 0;
   auto need = [&](std::size_t n) { return i + n <= pkl.size(); };
   auto le = [&](std::size_t at, int n) {
@@ -85,39 +85,109 @@ namespace tfg::torch {
       case '.': stopped = true; break;
       case '0': ok = pop().has_value(); break;
       case '1': ok = pop_to_mark().has_value(); break;
-      case '2': ok = !stack.empty(); push(at); break;
-      case 'F': case 'I': case 'L': case 'S': case 'V': case 'g': ok = skip_line(); push(at); break;
-      case 'P': ok = skip_line(); push(at); break;
+      case '2':
+        ok = !stack.empty();
+        push(at);
+        break;
+      case 'F':
+      case 'I':
+      case 'L':
+      case 'S':
+      case 'V':
+      case 'g':
+        ok = skip_line();
+        push(at);
+        break;
+      case 'P':
+        ok = skip_line();
+        push(at);
+        break;
       case 'p': ok = skip_line(); break;
-      case 'c': ok = skip_line() && skip_line(); push(at); break;
-      case 'J': ok = fixed(4); push(at); break;
-      case 'K': case 'h': ok = fixed(1); push(at); break;
-      case 'M': ok = fixed(2); push(at); break;
-      case 'j': ok = fixed(4); push(at); break;
-      case 'G': ok = fixed(8); push(at); break;
+      case 'c':
+        ok = skip_line() && skip_line();
+        push(at);
+        break;
+      case 'J':
+        ok = fixed(4);
+        push(at);
+        break;
+      case 'K':
+      case 'h':
+        ok = fixed(1);
+        push(at);
+        break;
+      case 'M':
+        ok = fixed(2);
+        push(at);
+        break;
+      case 'j':
+        ok = fixed(4);
+        push(at);
+        break;
+      case 'G':
+        ok = fixed(8);
+        push(at);
+        break;
       case 'q': ok = fixed(1); break;
       case 'r': ok = fixed(4); break;
-      case 0x94: break;  // MEMOIZE
+      case 0x94: break;                 // MEMOIZE
       case 0x80: ok = fixed(1); break;  // PROTO
-      case 0x95:  // FRAME: optional, dropped (its length would be wrong after insertions)
+      case 0x95:                        // FRAME: optional, dropped (its length would be wrong after insertions)
         ok = fixed(8);
         drop.emplace_back(at, i);
         break;
-      case 'N': case ']': case ')': case '}': case 0x88: case 0x89: case 0x8f: case 0x97: push(at); break;
-      case 'T': case 'X': case 'B': ok = sized(4); push(at); break;
-      case 'U': case 'C': case 0x8c: case 0x8a: ok = sized(1); push(at); break;
-      case 0x8b: ok = sized(4); push(at); break;
-      case 0x8d: case 0x8e: case 0x96: ok = sized(8); push(at); break;
-      case 0x82: ok = fixed(1); push(at); break;
-      case 0x83: ok = fixed(2); push(at); break;
-      case 0x84: ok = fixed(4); push(at); break;
+      case 'N':
+      case ']':
+      case ')':
+      case '}':
+      case 0x88:
+      case 0x89:
+      case 0x8f:
+      case 0x97: push(at); break;
+      case 'T':
+      case 'X':
+      case 'B':
+        ok = sized(4);
+        push(at);
+        break;
+      case 'U':
+      case 'C':
+      case 0x8c:
+      case 0x8a:
+        ok = sized(1);
+        push(at);
+        break;
+      case 0x8b:
+        ok = sized(4);
+        push(at);
+        break;
+      case 0x8d:
+      case 0x8e:
+      case 0x96:
+        ok = sized(8);
+        push(at);
+        break;
+      case 0x82:
+        ok = fixed(1);
+        push(at);
+        break;
+      case 0x83:
+        ok = fixed(2);
+        push(at);
+        break;
+      case 0x84:
+        ok = fixed(4);
+        push(at);
+        break;
       case 'Q': {  // BINPERSID: pid -> object
         auto s = pop();
         ok = s.has_value();
         if (ok) push(s->start);
         break;
       }
-      case 'R': case 0x81: case 0x93: {  // REDUCE, NEWOBJ, STACK_GLOBAL: two -> one
+      case 'R':
+      case 0x81:
+      case 0x93: {  // REDUCE, NEWOBJ, STACK_GLOBAL: two -> one
         auto b = pop();
         auto a = pop();
         ok = a && b;
@@ -133,8 +203,12 @@ namespace tfg::torch {
         break;
       }
       case 'b': ok = pop().has_value() && !stack.empty(); break;  // BUILD
-      case 0x98: ok = !stack.empty(); break;                       // READONLY_BUFFER
-      case 't': case 'l': case 'd': case 0x91: case 'o': {
+      case 0x98: ok = !stack.empty(); break;                      // READONLY_BUFFER
+      case 't':
+      case 'l':
+      case 'd':
+      case 0x91:
+      case 'o': {
         auto m = pop_to_mark();
         ok = m.has_value();
         if (ok) push(*m);
@@ -147,8 +221,12 @@ namespace tfg::torch {
         if (ok) push(*m);
         break;
       }
-      case 'e': case 'u': case 0x90: ok = pop_to_mark().has_value() && !stack.empty(); break;
-      case 0x85: case 0x86: case 0x87: {
+      case 'e':
+      case 'u':
+      case 0x90: ok = pop_to_mark().has_value() && !stack.empty(); break;
+      case 0x85:
+      case 0x86:
+      case 0x87: {
         const int n = op - 0x84;
         std::optional<slot> first;
         for (int k = 0; k < n && ok; ++k) {
@@ -267,11 +345,19 @@ struct storage_ref {
   while (i < pkl.size()) {
     const auto op = static_cast<unsigned char>(pkl[i++]);
     switch (op) {
-      case 0x80: if (!need(1)) return std::nullopt; i += 1; break;
-      case 0x95: if (!need(8)) return std::nullopt; i += 8; break;
+      case 0x80:
+        if (!need(1)) return std::nullopt;
+        i += 1;
+        break;
+      case 0x95:
+        if (!need(8)) return std::nullopt;
+        i += 8;
+        break;
       case '.': return out;
       case '(': stack.push_back(value::of(value::mark)); break;
-      case 'X': case 0x8c: case 0x8d: {
+      case 'X':
+      case 0x8c:
+      case 0x8d: {
         const std::size_t n = op == 'X' ? 4 : op == 0x8c ? 1 : 8;
         if (!need(n)) return std::nullopt;
         const auto len = le(n);
@@ -280,9 +366,18 @@ struct storage_ref {
         i += len;
         break;
       }
-      case 'K': if (!need(1)) return std::nullopt; stack.push_back(value::of(value::integer, static_cast<std::int64_t>(le(1)))); break;
-      case 'M': if (!need(2)) return std::nullopt; stack.push_back(value::of(value::integer, static_cast<std::int64_t>(le(2)))); break;
-      case 'J': if (!need(4)) return std::nullopt; stack.push_back(value::of(value::integer, static_cast<std::int32_t>(le(4)))); break;
+      case 'K':
+        if (!need(1)) return std::nullopt;
+        stack.push_back(value::of(value::integer, static_cast<std::int64_t>(le(1))));
+        break;
+      case 'M':
+        if (!need(2)) return std::nullopt;
+        stack.push_back(value::of(value::integer, static_cast<std::int64_t>(le(2))));
+        break;
+      case 'J':
+        if (!need(4)) return std::nullopt;
+        stack.push_back(value::of(value::integer, static_cast<std::int32_t>(le(4))));
+        break;
       case 0x8a: {  // LONG1: little-endian two's complement, n bytes
         if (!need(1)) return std::nullopt;
         const auto n = le(1);
@@ -298,13 +393,15 @@ struct storage_ref {
         stack.push_back(value::of(value::global, 0, mod + " " + name));
         break;
       }
-      case 'q': case 'r': {
+      case 'q':
+      case 'r': {
         const std::size_t n = op == 'q' ? 1 : 4;
         if (!need(n) || stack.empty()) return std::nullopt;
         memo[le(n)] = stack.back();
         break;
       }
-      case 'h': case 'j': {
+      case 'h':
+      case 'j': {
         const std::size_t n = op == 'h' ? 1 : 4;
         if (!need(n)) return std::nullopt;
         const auto it = memo.find(le(n));
@@ -312,8 +409,17 @@ struct storage_ref {
         stack.push_back(it->second);
         break;
       }
-      case 'G': if (!need(8)) return std::nullopt; i += 8; stack.push_back(opaque()); break;
-      case 'N': case ')': case ']': case '}': case 0x88: case 0x89: stack.push_back(opaque()); break;
+      case 'G':
+        if (!need(8)) return std::nullopt;
+        i += 8;
+        stack.push_back(opaque());
+        break;
+      case 'N':
+      case ')':
+      case ']':
+      case '}':
+      case 0x88:
+      case 0x89: stack.push_back(opaque()); break;
       case 't': {
         auto items = to_mark();
         if (!items) return std::nullopt;
@@ -324,11 +430,14 @@ struct storage_ref {
         }
         break;
       }
-      case 0x85: case 0x86: case 0x87: {
+      case 0x85:
+      case 0x86:
+      case 0x87: {
         const std::size_t n = op - 0x84u;
         if (stack.size() < n) return std::nullopt;
         auto t = value::of(value::tuple);
-        t.items.assign(std::make_move_iterator(stack.end() - static_cast<std::ptrdiff_t>(n)), std::make_move_iterator(stack.end()));
+        t.items.assign(std::make_move_iterator(stack.end() - static_cast<std::ptrdiff_t>(n)),
+                       std::make_move_iterator(stack.end()));
         stack.resize(stack.size() - n);
         stack.push_back(std::move(t));
         break;
@@ -345,13 +454,32 @@ struct storage_ref {
         stack.push_back(opaque());
         break;
       }
-      case 'R': case 0x81: if (!pop() || !pop()) return std::nullopt; stack.push_back(opaque()); break;
-      case 'b': if (!pop() || stack.empty()) return std::nullopt; break;
-      case 'e': case 'u': if (!to_mark() || stack.empty()) return std::nullopt; break;
-      case 'a': if (!pop() || stack.empty()) return std::nullopt; break;
-      case 's': if (!pop() || !pop() || stack.empty()) return std::nullopt; break;
-      case 'l': case 'd': if (!to_mark()) return std::nullopt; stack.push_back(opaque()); break;
-      case '0': if (!pop()) return std::nullopt; break;
+      case 'R':
+      case 0x81:
+        if (!pop() || !pop()) return std::nullopt;
+        stack.push_back(opaque());
+        break;
+      case 'b':
+        if (!pop() || stack.empty()) return std::nullopt;
+        break;
+      case 'e':
+      case 'u':
+        if (!to_mark() || stack.empty()) return std::nullopt;
+        break;
+      case 'a':
+        if (!pop() || stack.empty()) return std::nullopt;
+        break;
+      case 's':
+        if (!pop() || !pop() || stack.empty()) return std::nullopt;
+        break;
+      case 'l':
+      case 'd':
+        if (!to_mark()) return std::nullopt;
+        stack.push_back(opaque());
+        break;
+      case '0':
+        if (!pop()) return std::nullopt;
+        break;
       default: return std::nullopt;
     }
   }
@@ -361,10 +489,10 @@ struct storage_ref {
 /// Bytes per element of a storage class ("FloatStorage" -> 4), 0 when unknown.
 [[nodiscard]] inline std::size_t storage_itemsize(std::string_view type) {
   static const std::pair<std::string_view, std::size_t> sizes[] = {
-      {"DoubleStorage", 8}, {"FloatStorage", 4}, {"HalfStorage", 2}, {"BFloat16Storage", 2}, {"LongStorage", 8},
-      {"IntStorage", 4}, {"ShortStorage", 2}, {"CharStorage", 1}, {"ByteStorage", 1}, {"BoolStorage", 1},
-      {"ComplexFloatStorage", 8}, {"ComplexDoubleStorage", 16}, {"QInt8Storage", 1}, {"QUInt8Storage", 1},
-      {"QInt32Storage", 4}, {"UntypedStorage", 1}};
+      {"DoubleStorage", 8}, {"FloatStorage", 4},  {"HalfStorage", 2},         {"BFloat16Storage", 2},
+      {"LongStorage", 8},   {"IntStorage", 4},    {"ShortStorage", 2},        {"CharStorage", 1},
+      {"ByteStorage", 1},   {"BoolStorage", 1},   {"ComplexFloatStorage", 8}, {"ComplexDoubleStorage", 16},
+      {"QInt8Storage", 1},  {"QUInt8Storage", 1}, {"QInt32Storage", 4},       {"UntypedStorage", 1}};
   for (const auto& [name, n] : sizes)
     if (name == type) return n;
   return 0;
@@ -412,8 +540,8 @@ struct storage_ref {
       std::istringstream in(std::string(bytes.begin(), bytes.end()));
       caffe2::serialize::PyTorchStreamReader reader(&in);
       const auto [pkl_data, pkl_size] = reader.getRecord("data.pkl");
-      const auto pkl = rewrite_single_item_opcodes(
-          std::string_view(static_cast<const char*>(pkl_data.get()), pkl_size));
+      const auto pkl =
+          rewrite_single_item_opcodes(std::string_view(static_cast<const char*>(pkl_data.get()), pkl_size));
       if (!pkl) throw std::runtime_error("no rewrite");
       caffe2::serialize::PyTorchStreamWriter writer([&](const void* p, std::size_t n) {
         const auto* c = static_cast<const char*>(p);

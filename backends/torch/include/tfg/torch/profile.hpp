@@ -1,7 +1,7 @@
 #pragma once
 /// The op-by-op profiler: runs a model on its profiling inputs and records F(e) for every edge,
 /// time per node, and the dispatcher-level event trace (at::RecordFunction) of each run.
-#include <tfg/torch/execute.hpp>
+#include "tfg/torch/execute.hpp"
 
 #include <ATen/record_function.h>
 
@@ -55,8 +55,14 @@ void summarise(const T* p, std::int64_t n, state::numeric_summary& s) {
   std::uint64_t nan = 0, inf = 0, zero = 0, finite = 0;
   for (std::int64_t i = 0; i < n; ++i) {
     const double v = static_cast<double>(p[i]);
-    if (std::isnan(v)) { ++nan; continue; }
-    if (std::isinf(v)) { ++inf; continue; }
+    if (std::isnan(v)) {
+      ++nan;
+      continue;
+    }
+    if (std::isinf(v)) {
+      ++inf;
+      continue;
+    }
     zero += v == 0;
     lo = v < lo ? v : lo;
     hi = v > hi ? v : hi;
@@ -204,8 +210,9 @@ void summarise_integral(const T* p, std::int64_t n, state::numeric_summary& s) {
   s.shape.assign(t.sizes().begin(), t.sizes().end());
   s.numel = t.numel();
   s.type = to_state(t.scalar_type());
-  s.device = {t.device().is_cpu() ? state::device_kind::cpu
-                                  : t.device().is_cuda() ? state::device_kind::cuda : state::device_kind::other,
+  s.device = {t.device().is_cpu()    ? state::device_kind::cpu
+              : t.device().is_cuda() ? state::device_kind::cuda
+                                     : state::device_kind::other,
               static_cast<std::int16_t>(t.device().has_index() ? t.device().index() : -1)};
   s.requires_grad = t.requires_grad();
   switch (t.layout()) {
@@ -314,17 +321,17 @@ class event_recorder {
 
 struct profile_options {
   c10::Device device = c10::Device(c10::kCPU);
-  bool numbers = true;   ///< numeric summaries (min/max/mean/counts/hash)
-  bool events = true;    ///< record dispatcher events
-  bool timing = true;    ///< wall time per node
+  bool numbers = true;  ///< numeric summaries (min/max/mean/counts/hash)
+  bool events = true;   ///< record dispatcher events
+  bool timing = true;   ///< wall time per node
 };
 
 /// F for a whole model, plus per-run traces.
 struct profile {
-  std::vector<state::edge_profile> edges;   ///< indexed by edge id; empty runs for dead edges
-  std::vector<double> node_seconds;         ///< summed over runs, indexed by node id
-  std::vector<event_trace> traces;          ///< one per profiling input
-  std::vector<c10::IValue> outputs;         ///< forward's value per profiling input
+  std::vector<state::edge_profile> edges;  ///< indexed by edge id; empty runs for dead edges
+  std::vector<double> node_seconds;        ///< summed over runs, indexed by node id
+  std::vector<event_trace> traces;         ///< one per profiling input
+  std::vector<c10::IValue> outputs;        ///< forward's value per profiling input
   std::size_t runs = 0;
 };
 
@@ -399,8 +406,10 @@ class profiler {
         // catches in-place writes.
         auto it = constant_cache_.find(t.unsafeGetTensorImpl());
         if (it == constant_cache_.end() || it->second.version != t._version())
-          it = constant_cache_.insert_or_assign(t.unsafeGetTensorImpl(),
-                                                cached_state{t, t._version(), tensor_state_of(t, opt_.numbers)}).first;
+          it = constant_cache_
+                   .insert_or_assign(t.unsafeGetTensorImpl(),
+                                     cached_state{t, t._version(), tensor_state_of(t, opt_.numbers)})
+                   .first;
         s = it->second.state;
       } else {
         s = tensor_state_of(t, opt_.numbers);

@@ -17,8 +17,8 @@
 ///
 /// Needs LibTorch 2.x with the export schema's C++ types (2.6 and later); with Debian's 1.13,
 /// `looks_like_pt2` still recognises an archive, so that the user is told why it is refused.
-#include <tfg/torch/compat.hpp>
-#include <tfg/torch/model.hpp>
+#include "tfg/torch/compat.hpp"
+#include "tfg/torch/model.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -29,15 +29,15 @@
 #include <string>
 #include <vector>
 
-#include <tfg/torch/import.hpp>
-#include <tfg/torch/inputs.hpp>
-#include <tfg/torch/ivalue.hpp>
-#include <tfg/util/atomic_file.hpp>
+#include "tfg/torch/import.hpp"
+#include "tfg/torch/inputs.hpp"
+#include "tfg/torch/ivalue.hpp"
+#include "tfg/util/atomic_file.hpp"
 
 #if TFG_TORCH_AT_LEAST(2, 6) && __has_include(<torch/csrc/utils/generated_serialization_types.h>)
 #define TFG_HAS_PT2 1
-#include <tfg/torch/execute.hpp>
-#include <tfg/torch/export.hpp>
+#include "tfg/torch/execute.hpp"
+#include "tfg/torch/export.hpp"
 
 #include <caffe2/serialize/inline_container.h>
 #include <torch/csrc/export/pt2_archive_constants.h>
@@ -106,8 +106,8 @@ struct pt2_program {
   };
   /// The seed's weights by tensor identity: a mutant that still reads one reads it under its name.
   std::unordered_map<const c10::TensorImpl*, state> states;
-  std::vector<at::Tensor> weights;            ///< keeps the tensors (and so the keys) alive
-  std::vector<c10::IValue> sample_args;       ///< data/sample_inputs/<name>.pt's positional args, if any
+  std::vector<at::Tensor> weights;       ///< keeps the tensors (and so the keys) alive
+  std::vector<c10::IValue> sample_args;  ///< data/sample_inputs/<name>.pt's positional args, if any
 };
 
 namespace pt2_detail {
@@ -259,7 +259,8 @@ namespace pt2_detail {
   std::string file = trace.substr(p + 6, q - p - 6);
   if (auto s = file.find_last_of('/'); s != std::string::npos) file = file.substr(s + 1);
   std::size_t line = 0;
-  if (auto l = trace.find(", line ", q); l != std::string::npos) line = std::strtoull(trace.c_str() + l + 7, nullptr, 10);
+  if (auto l = trace.find(", line ", q); l != std::string::npos)
+    line = std::strtoull(trace.c_str() + l + 7, nullptr, 10);
   return {file, line};
 }
 
@@ -292,18 +293,22 @@ class program_reader {
         case T::USER_INPUT: {
           const auto& a = spec.get_user_input().get_arg();
           if (a.tag() != ser::Argument::Tag::AS_TENSOR)
-            fail("the forward takes a non-tensor argument (a constant export specialised); only tensor "
-                 "arguments are supported");
+            fail(
+                "the forward takes a non-tensor argument (a constant export specialised); only tensor "
+                "arguments are supported");
           const auto& name = a.get_as_tensor().get_name();
           auto* v = g_->addInput(pt2_detail::identifier(name));
           v->setType(input_type(name));
           value_[name] = v;
           break;
         }
-        case T::PARAMETER: constant(spec.get_parameter().get_arg().get_name(), spec.get_parameter().get_parameter_name()); break;
+        case T::PARAMETER:
+          constant(spec.get_parameter().get_arg().get_name(), spec.get_parameter().get_parameter_name());
+          break;
         case T::BUFFER: constant(spec.get_buffer().get_arg().get_name(), spec.get_buffer().get_buffer_name()); break;
         case T::TENSOR_CONSTANT:
-          constant(spec.get_tensor_constant().get_arg().get_name(), spec.get_tensor_constant().get_tensor_constant_name());
+          constant(spec.get_tensor_constant().get_arg().get_name(),
+                   spec.get_tensor_constant().get_tensor_constant_name());
           break;
         case T::CUSTOM_OBJ: fail("the program holds a script object (a custom class), which is not supported");
         case T::TOKEN: fail("the program threads effect tokens (side-effecting operators), which are not supported");
@@ -314,8 +319,9 @@ class program_reader {
     std::vector<jit::Value*> outs;
     for (const auto& spec : gm.get_signature().get_output_specs()) {
       if (spec.tag() != ser::OutputSpec::Tag::USER_OUTPUT)
-        fail("the program mutates a buffer, parameter or input (exported in training mode?); export the model in "
-             "eval mode");
+        fail(
+            "the program mutates a buffer, parameter or input (exported in training mode?); export the model in "
+            "eval mode");
       outs.push_back(argument_value(spec.get_user_output().get_arg(), c10::AnyType::get(), "output"));
     }
     if (outs.size() == 1) g_->registerOutput(outs[0]);
@@ -372,14 +378,14 @@ class program_reader {
     throw model_error(msg + what);
   }
 
-
   c10::TypePtr input_type(const std::string& name) const {
     auto it = metas_->find(name);
     if (it == metas_->end()) return c10::TensorType::get();
     const auto& m = it->second;
     const auto where = source_ + ": input " + name;
     const auto dtype = c10_scalar_type(m.get_dtype(), where);
-    return c10::TensorType::create(dtype, c10::Device(c10::kCPU), c10::VaryingShape<int64_t>(ints_of(m.get_sizes(), where)),
+    return c10::TensorType::create(dtype, c10::Device(c10::kCPU),
+                                   c10::VaryingShape<int64_t>(ints_of(m.get_sizes(), where)),
                                    c10::VaryingShape<int64_t>(ints_of(m.get_strides(), where)), false);
   }
 
@@ -413,7 +419,8 @@ class program_reader {
     };
     auto sym = [&](const ser::SymIntArgument& s) -> std::int64_t {
       if (s.tag() != ser::SymIntArgument::Tag::AS_INT)
-        fail("argument `" + arg + "` is a symbolic integer (exported with dynamic shapes); export with static shapes", n);
+        fail("argument `" + arg + "` is a symbolic integer (exported with dynamic shapes); export with static shapes",
+             n);
       return s.get_as_int();
     };
     switch (a.tag()) {
@@ -488,7 +495,8 @@ class program_reader {
         fail("argument `" + arg + "` is a subgraph: control flow (torch.cond, while_loop, map) is not supported", n);
       default: break;
     }
-    fail("argument `" + arg + "` is of a kind this importer does not read (symbolic value, custom object, nested list)", n);
+    fail("argument `" + arg + "` is of a kind this importer does not read (symbolic value, custom object, nested list)",
+         n);
   }
 
   void node(const ser::Node& n) {
@@ -538,8 +546,9 @@ class program_reader {
         if (formal.alias_info() && formal.alias_info()->isWrite() &&
             given->get_arg().tag() == ser::Argument::Tag::AS_TENSOR)
           if (auto w = weight_of_.find(given->get_arg().get_as_tensor().get_name()); w != weight_of_.end())
-            fail("writes `" + w->second + "` in place (a model exported in training mode updates its buffers); "
-                 "export the model in eval mode",
+            fail("writes `" + w->second +
+                     "` in place (a model exported in training mode updates its buffers); "
+                     "export the model in eval mode",
                  &n);
         args.push_back(argument_value(given->get_arg(), formal.type(), formal.name(), &n));
       } else if (formal.default_value()) {
@@ -651,8 +660,8 @@ inline void read_payloads(caffe2::serialize::PyTorchStreamReader& r, const std::
     view.set_(it->second.storage(), 0, {0}, {1});
     view = view.as_strided(sizes, strides, offset);
     if (!storage_holds(view, needed, held))
-      throw model_error(where + ": reads " + std::to_string(needed) + " bytes, its record holds " + std::to_string(held) +
-                        ": the archive is truncated or corrupt");
+      throw model_error(where + ": reads " + std::to_string(needed) + " bytes, its record holds " +
+                        std::to_string(held) + ": the archive is truncated or corrupt");
     out[fqn] = view;
   }
 }
@@ -671,7 +680,8 @@ class pt2_importer final : public importer {
     }
     auto& r = *reader;
     namespace spec = ::torch::_export::archive_spec;
-    if (const auto f = pt2_detail::record(r, path, std::string(spec::ARCHIVE_FORMAT_PATH)); f != spec::ARCHIVE_FORMAT_VALUE)
+    if (const auto f = pt2_detail::record(r, path, std::string(spec::ARCHIVE_FORMAT_PATH));
+        f != spec::ARCHIVE_FORMAT_VALUE)
       throw model_error(path + ": archive_format is `" + f + "`, not pt2");
     // The program: models/<name>.json; "model" (torch.export.save's name) unless there is one other.
     std::vector<std::string> names;
@@ -682,8 +692,9 @@ class pt2_importer final : public importer {
       if (r.hasRecord("data/aotinductor/model/") || !r.getAllRecords().empty())
         for (const auto& rec : r.getAllRecords())
           if (rec.rfind("data/aotinductor/", 0) == 0)
-            throw model_error(path + ": an AOTInductor package (compiled code, no program graph): save the program with "
-                                     "torch.export.save instead");
+            throw model_error(path +
+                              ": an AOTInductor package (compiled code, no program graph): save the program with "
+                              "torch.export.save instead");
       throw model_error(path + ": the archive holds no program (models/*.json)");
     }
     auto p = std::make_shared<pt2_program>();
@@ -694,8 +705,8 @@ class pt2_importer final : public importer {
     try {
       p->program = nlohmann::json::parse(pt2_detail::record(r, path, json_name)).get<ser::ExportedProgram>();
     } catch (const nlohmann::json::exception& e) {
-      throw model_error(path + ": " + json_name + ": not an exported program this LibTorch (" TORCH_VERSION
-                               ") can read: " + e.what());
+      throw model_error(path + ": " + json_name +
+                        ": not an exported program this LibTorch (" TORCH_VERSION ") can read: " + e.what());
     }
     std::unordered_map<std::string, at::Tensor> weights;
     pt2_detail::read_payloads(r, path, std::string(spec::WEIGHTS_DIR),
@@ -777,10 +788,11 @@ namespace pt2_detail {
 /// `torch.save((tuple(args), {}))` as bytes, each tensor a contiguous copy of its own.
 [[nodiscard]] inline std::string torch_save_args(const std::vector<c10::IValue>& args) {
   std::vector<c10::IValue> owned;
-  for (const auto& a : args) owned.push_back(a.isTensor() ? c10::IValue(a.toTensor().detach().contiguous().clone()) : a);
-  return torch_save_bytes(c10::ivalue::Tuple::create(
-      {c10::IValue(c10::ivalue::Tuple::create(std::move(owned))),
-       c10::IValue(c10::impl::GenericDict(c10::StringType::get(), c10::AnyType::get()))}));
+  for (const auto& a : args)
+    owned.push_back(a.isTensor() ? c10::IValue(a.toTensor().detach().contiguous().clone()) : a);
+  return torch_save_bytes(
+      c10::ivalue::Tuple::create({c10::IValue(c10::ivalue::Tuple::create(std::move(owned))),
+                                  c10::IValue(c10::impl::GenericDict(c10::StringType::get(), c10::AnyType::get()))}));
 }
 
 /// Writes one model as an exported program.
@@ -801,7 +813,8 @@ class program_writer {
     detail::graph_builder builder(m_, g);
     builder.build();
     std::unordered_map<const jit::Value*, c10::IValue> value;
-    for (const auto& [edge, v] : builder.values()) value[v] = ex.value(graph::edge_id{static_cast<std::uint32_t>(edge)});
+    for (const auto& [edge, v] : builder.values())
+      value[v] = ex.value(graph::edge_id{static_cast<std::uint32_t>(edge)});
     // `prim::NumToTensor` (a traced `x.size(0) // n` as a tensor) is TorchScript's, not ATen's: in
     // a program it is `aten.scalar_tensor` with the result's dtype, which tracers can fake (Dynamo
     // runs a prim op for real and then mixes a real tensor with fake ones).
@@ -869,8 +882,8 @@ class program_writer {
         if (st.fqn.empty()) st.fqn = "_tfg_constant" + std::to_string(new_constants++);
         // The placeholder's name: FX's convention (p_ / b_ / c_ and the FQN's dots as underscores).
         const char* prefix = st.what == pt2_program::state::kind::parameter ? "p_"
-                           : st.what == pt2_program::state::kind::buffer  ? "b_"
-                                                                           : "c_";
+                             : st.what == pt2_program::state::kind::buffer  ? "b_"
+                                                                            : "c_";
         std::string base = prefix + st.fqn;
         std::replace(base.begin(), base.end(), '.', '_');
         names_[n->output()] = unique(base);
@@ -941,7 +954,8 @@ class program_writer {
       // shapes holds its result as a constant, as torch.export writes one; consumers read it so.
       bool scalars_only = !n->outputs().empty();
       for (const auto* o : n->outputs())
-        if (o->type()->kind() == c10::TypeKind::TensorType || o->type()->kind() == c10::TypeKind::ListType) scalars_only = false;
+        if (o->type()->kind() == c10::TypeKind::TensorType || o->type()->kind() == c10::TypeKind::ListType)
+          scalars_only = false;
       if (scalars_only) continue;
       nodes.push_back(node(n, value, meta_of));
     }
@@ -952,7 +966,8 @@ class program_writer {
     };
     std::vector<std::size_t> order(weight_specs.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return rank(weight_specs[a]) < rank(weight_specs[b]); });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](auto a, auto b) { return rank(weight_specs[a]) < rank(weight_specs[b]); });
     std::vector<ser::Argument> all_inputs;
     std::vector<ser::InputSpec> all_specs;
     for (auto i : order) {
@@ -1014,8 +1029,9 @@ class program_writer {
       arg_names.push_back(a);
     }
     ser::ModuleCallSignature root_sig;
-    root_sig.set_in_spec(R"([1, {"type": "builtins.tuple", "context": "null", "children_spec": [{"type": "builtins.tuple", "context": "null", "children_spec": [)" +
-                         leaf_list + R"(]}, {"type": "builtins.dict", "context": "[]", "children_spec": []}]}])");
+    root_sig.set_in_spec(
+        R"([1, {"type": "builtins.tuple", "context": "null", "children_spec": [{"type": "builtins.tuple", "context": "null", "children_spec": [)" +
+        leaf_list + R"(]}, {"type": "builtins.dict", "context": "[]", "children_spec": []}]}])");
     root_sig.set_out_spec(out_spec);
     root_sig.set_forward_arg_names(std::optional<std::vector<std::string>>(arg_names));
     ser::ModuleCallEntry root;
@@ -1197,7 +1213,8 @@ class program_writer {
     return constant(scalar(v, value, user), formal, user);
   }
 
-  c10::IValue scalar(const ::torch::jit::Value* v, const std::unordered_map<const ::torch::jit::Value*, c10::IValue>& value,
+  c10::IValue scalar(const ::torch::jit::Value* v,
+                     const std::unordered_map<const ::torch::jit::Value*, c10::IValue>& value,
                      const ::torch::jit::Node& user) {
     if (auto c = ::torch::jit::toIValue(v)) return *c;
     if (auto it = value.find(v); it != value.end()) return it->second;

@@ -11,14 +11,14 @@
 ///    it reproduces the finding's signature in a fresh worker (campaign::replay), checkpointing
 ///    each try in `dir/reduce/progress.json`; then keeps the first single input that still
 ///    shows it; the result is `dir/reduced/`.
-#include <tfg/campaign/layout.hpp>
-#include <tfg/campaign/replay.hpp>
-#include <tfg/torch/backend.hpp>
-#include <tfg/torch/execute.hpp>
-#include <tfg/torch/ivalue.hpp>
-#include <tfg/torch/inputs.hpp>
-#include <tfg/torch/model.hpp>
-#include <tfg/torch/window.hpp>
+#include "tfg/campaign/layout.hpp"
+#include "tfg/campaign/replay.hpp"
+#include "tfg/torch/backend.hpp"
+#include "tfg/torch/execute.hpp"
+#include "tfg/torch/ivalue.hpp"
+#include "tfg/torch/inputs.hpp"
+#include "tfg/torch/model.hpp"
+#include "tfg/torch/window.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -49,7 +49,8 @@ namespace tfg::torch {
     std::vector<c10::IValue> values(boundary.size());
     ex.run(in, [&](graph::node_id, std::span<const graph::edge_id> edges) {
       for (auto e : edges)
-        if (const int s = slot[graph::index(e)]; s >= 0) values[static_cast<std::size_t>(s)] = ivalue::deep_clone(ex.value(e));
+        if (const int s = slot[graph::index(e)]; s >= 0)
+          values[static_cast<std::size_t>(s)] = ivalue::deep_clone(ex.value(e));
     });
     out.push_back(std::move(values));
   }
@@ -126,24 +127,24 @@ inline void fold_constant_inputs(const model& m, window_result& wm, input_set& v
 /// One try of a reduction.
 struct reduce_step {
   std::size_t depth = 0;
-  std::size_t nodes = 0;      ///< operators of the window
+  std::size_t nodes = 0;  ///< operators of the window
   bool reproduced = false;
-  std::string note;           ///< why the try could not run (export, recording), if it could not
+  std::string note;  ///< why the try could not run (export, recording), if it could not
 };
 
 /// What `reduce_finding` did.
 struct reduce_outcome {
-  std::string error;               ///< the finding cannot be reduced: why (nothing was written)
-  bool reduced = false;            ///< a window reproduces: `dir/reduced/` holds it
-  std::size_t mutant_nodes = 0;    ///< operators of the finding's mutant
-  std::size_t reduced_nodes = 0;   ///< operators of the reduced graph
+  std::string error;              ///< the finding cannot be reduced: why (nothing was written)
+  bool reduced = false;           ///< a window reproduces: `dir/reduced/` holds it
+  std::size_t mutant_nodes = 0;   ///< operators of the finding's mutant
+  std::size_t reduced_nodes = 0;  ///< operators of the reduced graph
   std::size_t depth = 0;
   std::vector<reduce_step> steps;
-  bool resumed = false;            ///< tries of an earlier, interrupted reduction were kept
-  bool budget_spent = false;       ///< stopped at the deadline before a window reproduced
-  std::size_t inputs_total = 0;    ///< inputs of the finding
-  std::size_t inputs_kept = 0;     ///< inputs of the reduced window (1 when one input shows it)
-  std::size_t input_kept = 0;      ///< which one, when inputs_kept == 1 < inputs_total
+  bool resumed = false;          ///< tries of an earlier, interrupted reduction were kept
+  bool budget_spent = false;     ///< stopped at the deadline before a window reproduced
+  std::size_t inputs_total = 0;  ///< inputs of the finding
+  std::size_t inputs_kept = 0;   ///< inputs of the reduced window (1 when one input shows it)
+  std::size_t input_kept = 0;    ///< which one, when inputs_kept == 1 < inputs_total
 };
 
 /// Kinds a window can show: a divergence localised to one operator. Hangs, out-of-memory,
@@ -169,7 +170,8 @@ inline reduce_outcome reduce_finding(const std::filesystem::path& dir, const std
   std::ifstream in(folder.meta());
   auto meta = nlohmann::json::parse(in, nullptr, false);
   if (meta.is_discarded() || !fs::exists(folder.mutant()) || !fs::exists(folder.inputs())) {
-    out.error = dir.string() + " is not a finding folder (meta.json, " + folder.mutant_name() + ", " + folder.inputs_name() + ")";
+    out.error = dir.string() + " is not a finding folder (meta.json, " + folder.mutant_name() + ", " +
+                folder.inputs_name() + ")";
     return out;
   }
   const std::string kind = meta.value("kind", "");
@@ -179,7 +181,8 @@ inline reduce_outcome reduce_finding(const std::filesystem::path& dir, const std
   }
   if (!meta.contains("localisation") || !meta["localisation"].value("localised", false)) {
     out.error = "the finding is not localised (" +
-                (meta.contains("localisation") ? meta["localisation"].value("note", std::string("no note")) : std::string("no localisation")) +
+                (meta.contains("localisation") ? meta["localisation"].value("note", std::string("no note"))
+                                               : std::string("no localisation")) +
                 "): there is no operator to reduce to";
     return out;
   }
@@ -271,7 +274,8 @@ inline reduce_outcome reduce_finding(const std::filesystem::path& dir, const std
         b.save(wm.reduced, candidate.mutant());
         save_inputs(values, candidate.inputs());
         auto cm = meta;
-        cm["reduced_from"] = {{"finding", dir.string()}, {"depth", depth}, {"nodes", w.nodes}, {"mutant_nodes", out.mutant_nodes}};
+        cm["reduced_from"] = {
+            {"finding", dir.string()}, {"depth", depth}, {"nodes", w.nodes}, {"mutant_nodes", out.mutant_nodes}};
         write_file_atomic(candidate.meta(), cm.dump(1));
         const auto r = campaign::replay(b, cand, worker_exe, timeout, rss_limit_bytes, rules);
         if (!r.error.empty()) st.note = r.error;

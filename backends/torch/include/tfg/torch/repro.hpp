@@ -15,11 +15,11 @@
 ///    only.
 ///  - `write_cpp_repro(m, spec, dir)`: `repro.cpp`, the same in plain LibTorch (TorchScript
 ///    source compiled by Module::define), reading the same `repro_data.pt`.
-#include <tfg/campaign/layout.hpp>
-#include <tfg/torch/backend.hpp>
-#include <tfg/torch/compare.hpp>
-#include <tfg/torch/model.hpp>
-#include <tfg/torch/schema.hpp>
+#include "tfg/campaign/layout.hpp"
+#include "tfg/torch/backend.hpp"
+#include "tfg/torch/compare.hpp"
+#include "tfg/torch/model.hpp"
+#include "tfg/torch/schema.hpp"
 
 #include <torch/csrc/jit/serialization/pickle.h>
 
@@ -259,9 +259,9 @@ class writer {
       if (!number(a.type())) return {};
     const auto& name = s.operator_name().name;
     static const std::pair<std::string_view, std::string_view> binary[] = {
-        {"aten::add", "+"}, {"aten::sub", "-"},  {"aten::mul", "*"},  {"aten::floordiv", "//"}, {"aten::div", "/"},
-        {"aten::remainder", "%"}, {"aten::eq", "=="}, {"aten::ne", "!="}, {"aten::lt", "<"}, {"aten::gt", ">"},
-        {"aten::le", "<="}, {"aten::ge", ">="}};
+        {"aten::add", "+"}, {"aten::sub", "-"},       {"aten::mul", "*"}, {"aten::floordiv", "//"},
+        {"aten::div", "/"}, {"aten::remainder", "%"}, {"aten::eq", "=="}, {"aten::ne", "!="},
+        {"aten::lt", "<"},  {"aten::gt", ">"},        {"aten::le", "<="}, {"aten::ge", ">="}};
     if (s.arguments().size() == 2)
       for (const auto& [k, op] : binary)
         if (name == k) return op;
@@ -275,8 +275,8 @@ class writer {
     const auto outs = g.outputs(n);
     if (d.kind == c10::prim::Constant) {
       if (outs.empty()) return {};
-      name_[graph::index(outs[0])] = d.constant.isTensor() ? tensor_constant(d.constant.toTensor())
-                                                           : literal(d.constant, c10::TypeKind::AnyType);
+      name_[graph::index(outs[0])] =
+          d.constant.isTensor() ? tensor_constant(d.constant.toTensor()) : literal(d.constant, c10::TypeKind::AnyType);
       return {};
     }
     const auto* schema = schema_of(g, n);
@@ -358,7 +358,7 @@ class writer {
 /// the message the failing configuration raised.
 struct repro_spec {
   std::string id, title, kind, config_a, config_b;
-  std::string message;  ///< exception/crash kinds: the recorded message (its last line is matched)
+  std::string message;   ///< exception/crash kinds: the recorded message (its last line is matched)
   std::string versions;  ///< where the finding was made (LibTorch version, ...), for the header
 };
 
@@ -775,11 +775,12 @@ inline void write_python_repro(const model& m, const input_set& inputs, const re
      << "\"\"\"Standalone reproducer of flowmut finding " << spec.id << ".\n\n"
      << spec.title << "\n\n"
      << "Plain PyTorch (imports torch only): the finding's reduced graph written out op by op, its\n"
-     << "inputs and constants in repro_data.pt beside this file. It runs " << spec.config_a << " and "
-     << spec.config_b << "\nas flowmut runs them, judges with flowmut's tolerance rule and ends with REPRODUCED\n"
+     << "inputs and constants in repro_data.pt beside this file. It runs " << spec.config_a << " and " << spec.config_b
+     << "\nas flowmut runs them, judges with flowmut's tolerance rule and ends with REPRODUCED\n"
      << "(exit 0) or NOT REPRODUCED (exit 1).\n\n    python3 repro.py\n"
      << (spec.versions.empty() ? "" : "\nFound with: " + spec.versions + "\n") << "\"\"\"\n"
-     << "import json\nimport os\nimport subprocess\nimport sys\nfrom typing import Dict, List, Optional, Tuple  # noqa: F401\n\n"
+     << "import json\nimport os\nimport subprocess\nimport sys\nfrom typing import Dict, List, Optional, Tuple  # "
+        "noqa: F401\n\n"
      << "import torch\n\n"
      << "HERE = os.path.dirname(os.path.abspath(__file__))\n"
      << "TITLE = " << py_string(spec.title) << "\n"
@@ -805,8 +806,7 @@ inline void write_python_repro(const model& m, const input_set& inputs, const re
   if (mod.uses_f32_dtype)
     py << "class Repro64(Repro):\n    \"\"\"The float64 baseline: float32 dtype arguments widened too.\"\"\"\n\n"
        << python_forward(m, repro_dialect::python, /*wide=*/true).forward_source << "\n";
-  else
-    py << "Repro64 = Repro  # the float64 baseline: same code, widened constants and inputs\n";
+  else py << "Repro64 = Repro  # the float64 baseline: same code, widened constants and inputs\n";
   py << "\n" << python_driver;
   std::ofstream f(campaign::finding_layout(dir).repro_py());
   f << py.str();
@@ -817,259 +817,290 @@ namespace repro_detail {
 
 /// repro.cpp's fixed part after the generated sources (the judge mirrors repro.py's).
 inline constexpr const char* cpp_driver = R"CPP(
-using namespace torch::jit;
-using IVs = std::vector<c10::IValue>;
+  using namespace torch::jit;
+  using IVs = std::vector<c10::IValue>;
 
-static c10::IValue data_;
-static std::vector<at::Tensor> constants_;
+  static c10::IValue data_;
+  static std::vector<at::Tensor> constants_;
 
-static IVs clone_all(const IVs& v, bool widen = false, bool channels_last = false) {
-  IVs out;
-  for (const auto& x : v) {
-    if (!x.isTensor()) { out.push_back(x); continue; }
-    auto t = x.toTensor().clone();
-    if (widen && t.is_floating_point()) t = t.to(at::kDouble);
-    if (channels_last && t.dim() == 4 && t.is_floating_point()) t = t.contiguous(at::MemoryFormat::ChannelsLast);
-    out.push_back(t);
-  }
-  return out;
-}
-
-static void leaves(const c10::IValue& v, std::vector<at::Tensor>& out) {
-  if (v.isTensor()) out.push_back(v.toTensor());
-  else if (v.isTuple()) for (const auto& x : v.toTupleRef().elements()) leaves(x, out);
-  else if (v.isList()) for (const auto& x : v.toListRef()) leaves(x, out);
-}
-
-static Module make_module(bool wide) {
-  Module m("Repro");
-  for (std::size_t i = 0; i < constants_.size(); ++i) {
-    auto t = constants_[i];
-    if (wide && t.is_floating_point()) t = t.to(at::kDouble);
-    m.register_attribute("c" + std::to_string(i), c10::TensorType::get(), t);
-  }
-  m.define(wide ? FORWARD64 : FORWARD32);
-  m.eval();
-  return m;
-}
-
-static std::vector<at::Tensor> gradients(Module& m, IVs args) {
-  std::vector<at::Tensor> wrt;
-  for (auto& a : args)
-    if (a.isTensor() && a.toTensor().is_floating_point()) {
-      auto t = a.toTensor().detach().requires_grad_(true);
-      a = t;
-      wrt.push_back(t);
+  static IVs clone_all(const IVs& v, bool widen = false, bool channels_last = false) {
+    IVs out;
+    for (const auto& x : v) {
+      if (!x.isTensor()) {
+        out.push_back(x);
+        continue;
+      }
+      auto t = x.toTensor().clone();
+      if (widen && t.is_floating_point()) t = t.to(at::kDouble);
+      if (channels_last && t.dim() == 4 && t.is_floating_point()) t = t.contiguous(at::MemoryFormat::ChannelsLast);
+      out.push_back(t);
     }
-  std::vector<at::Tensor> outs, fl;
-  leaves(m.forward(args), outs);
-  for (auto& o : outs) if (o.is_floating_point() && o.requires_grad()) fl.push_back(o);
-  if (fl.empty() || wrt.empty()) return {};
-  at::Tensor total = fl[0].sum();
-  for (std::size_t i = 1; i < fl.size(); ++i) total = total + fl[i].sum();
-  auto g = torch::autograd::grad({total}, wrt, {}, false, false, /*allow_unused=*/true);
-  for (std::size_t i = 0; i < g.size(); ++i) if (!g[i].defined()) g[i] = at::zeros_like(wrt[i]);
-  return g;
-}
-
-/// One configuration on one input, as flowmut runs it.
-static std::vector<at::Tensor> run(const std::string& config, const IVs& input) {
-  at::set_num_threads(1);
-  const bool graph = config == "graph_executor" || config == "frozen_optimized" || config == "autograd";
-  // Op by op: the interpreter without graph optimisation runs each operator as written.
-  GraphOptimizerEnabledGuard optimise(graph);
-  const bool wide = config == "float64_reference" || config == "autograd_float64";
-  Module m = make_module(wide);
-  if (config == "frozen_optimized") { Module frozen = freeze(m); m = optimize_for_inference(frozen); }
-  if (config == "threads_1_vs_n") at::set_num_threads(std::max(2, static_cast<int>(std::thread::hardware_concurrency())));
-  const IVs args = clone_all(input, wide, config == "channels_last");
-  std::vector<at::Tensor> out;
-  if (config.rfind("autograd", 0) == 0) {
-    if (config == "autograd") for (int w = 0; w < 2; ++w) (void)gradients(m, clone_all(args));
-    return gradients(m, args);
+    return out;
   }
-  torch::NoGradGuard no_grad;
-  if (graph) for (int w = 0; w < 2; ++w) (void)m.forward(clone_all(args));
-  leaves(m.forward(args), out);
-  return out;
-}
 
-static double eps_of(at::ScalarType t) {
-  switch (t) {
-    case at::kHalf: return std::ldexp(1.0, -10);
-    case at::kBFloat16: return std::ldexp(1.0, -7);
-    case at::kFloat: return std::ldexp(1.0, -23);
-    case at::kDouble: return std::ldexp(1.0, -52);
-    default: return 0;
+  static void leaves(const c10::IValue& v, std::vector<at::Tensor>& out) {
+    if (v.isTensor()) out.push_back(v.toTensor());
+    else if (v.isTuple())
+      for (const auto& x : v.toTupleRef().elements()) leaves(x, out);
+    else if (v.isList())
+      for (const auto& x : v.toListRef()) leaves(x, out);
   }
-}
 
-static std::pair<double, double> tol_of(at::ScalarType t) {
-  switch (t) {
-    case at::kHalf: return TOL_F16;
-    case at::kBFloat16: return TOL_BF16;
-    case at::kFloat: return TOL_F32;
-    case at::kDouble: return TOL_F64;
-    default: return {0, 0};
+  static Module make_module(bool wide) {
+    Module m("Repro");
+    for (std::size_t i = 0; i < constants_.size(); ++i) {
+      auto t = constants_[i];
+      if (wide && t.is_floating_point()) t = t.to(at::kDouble);
+      m.register_attribute("c" + std::to_string(i), c10::TensorType::get(), t);
+    }
+    m.define(wide ? FORWARD64 : FORWARD32);
+    m.eval();
+    return m;
   }
-}
 
-static double rms(const at::Tensor& t) { return t.numel() ? t.to(at::kDouble).pow(2).mean().sqrt().item<double>() : 0.0; }
+  static std::vector<at::Tensor> gradients(Module& m, IVs args) {
+    std::vector<at::Tensor> wrt;
+    for (auto& a : args)
+      if (a.isTensor() && a.toTensor().is_floating_point()) {
+        auto t = a.toTensor().detach().requires_grad_(true);
+        a = t;
+        wrt.push_back(t);
+      }
+    std::vector<at::Tensor> outs, fl;
+    leaves(m.forward(args), outs);
+    for (auto& o : outs)
+      if (o.is_floating_point() && o.requires_grad()) fl.push_back(o);
+    if (fl.empty() || wrt.empty()) return {};
+    at::Tensor total = fl[0].sum();
+    for (std::size_t i = 1; i < fl.size(); ++i) total = total + fl[i].sum();
+    auto g = torch::autograd::grad({total}, wrt, {}, false, false, /*allow_unused=*/true);
+    for (std::size_t i = 0; i < g.size(); ++i)
+      if (!g[i].defined()) g[i] = at::zeros_like(wrt[i]);
+    return g;
+  }
 
-/// flowmut's numeric rule (docs/oracle.md): elements of b wrong against a.
-static long bad_elements(const at::Tensor& a, const at::Tensor& b, const at::Tensor* r,
-                         const std::vector<at::Tensor>& peers, bool gradient) {
-  auto [rtol, atol] = tol_of(a.scalar_type());
-  double ulps = ULPS * (gradient ? GRAD_SCALE : 1.0);
-  if (gradient) rtol *= GRAD_SCALE, atol *= GRAD_SCALE;
-  const double eps = eps_of(a.scalar_type());
-  const auto A = a.to(at::kDouble), B = b.to(at::kDouble);
-  if (gradient) {
-    bool bad = rms(A - B) > atol + rtol * rms(A) + ulps * eps * rms(A);
-    if (r && bad) {
+  /// One configuration on one input, as flowmut runs it.
+  static std::vector<at::Tensor> run(const std::string& config, const IVs& input) {
+    at::set_num_threads(1);
+    const bool graph = config == "graph_executor" || config == "frozen_optimized" || config == "autograd";
+    // Op by op: the interpreter without graph optimisation runs each operator as written.
+    GraphOptimizerEnabledGuard optimise(graph);
+    const bool wide = config == "float64_reference" || config == "autograd_float64";
+    Module m = make_module(wide);
+    if (config == "frozen_optimized") {
+      Module frozen = freeze(m);
+      m = optimize_for_inference(frozen);
+    }
+    if (config == "threads_1_vs_n")
+      at::set_num_threads(std::max(2, static_cast<int>(std::thread::hardware_concurrency())));
+    const IVs args = clone_all(input, wide, config == "channels_last");
+    std::vector<at::Tensor> out;
+    if (config.rfind("autograd", 0) == 0) {
+      if (config == "autograd")
+        for (int w = 0; w < 2; ++w) (void)gradients(m, clone_all(args));
+      return gradients(m, args);
+    }
+    torch::NoGradGuard no_grad;
+    if (graph)
+      for (int w = 0; w < 2; ++w) (void)m.forward(clone_all(args));
+    leaves(m.forward(args), out);
+    return out;
+  }
+
+  static double eps_of(at::ScalarType t) {
+    switch (t) {
+      case at::kHalf: return std::ldexp(1.0, -10);
+      case at::kBFloat16: return std::ldexp(1.0, -7);
+      case at::kFloat: return std::ldexp(1.0, -23);
+      case at::kDouble: return std::ldexp(1.0, -52);
+      default: return 0;
+    }
+  }
+
+  static std::pair<double, double> tol_of(at::ScalarType t) {
+    switch (t) {
+      case at::kHalf: return TOL_F16;
+      case at::kBFloat16: return TOL_BF16;
+      case at::kFloat: return TOL_F32;
+      case at::kDouble: return TOL_F64;
+      default: return {0, 0};
+    }
+  }
+
+  static double rms(const at::Tensor& t) {
+    return t.numel() ? t.to(at::kDouble).pow(2).mean().sqrt().item<double>() : 0.0;
+  }
+
+  /// flowmut's numeric rule (docs/oracle.md): elements of b wrong against a.
+  static long bad_elements(const at::Tensor& a, const at::Tensor& b, const at::Tensor* r,
+                           const std::vector<at::Tensor>& peers, bool gradient) {
+    auto [rtol, atol] = tol_of(a.scalar_type());
+    double ulps = ULPS * (gradient ? GRAD_SCALE : 1.0);
+    if (gradient) rtol *= GRAD_SCALE, atol *= GRAD_SCALE;
+    const double eps = eps_of(a.scalar_type());
+    const auto A = a.to(at::kDouble), B = b.to(at::kDouble);
+    if (gradient) {
+      bool bad = rms(A - B) > atol + rtol * rms(A) + ulps * eps * rms(A);
+      if (r && bad) {
+        const auto R = r->to(at::kDouble);
+        if (B_IS_REFERENCE) return rms(A - R) > GRAD_REF_RTOL * rms(R) + atol + ulps * eps * rms(R);
+        bad = rms(B - R) > SLACK * rms(A - R) + atol + rtol * rms(R) + ulps * eps * rms(R);
+      }
+      return bad;
+    }
+    auto bad = (A - B).abs() > (A.abs() * rtol + atol + ulps * eps * rms(A));
+    if (r) {
       const auto R = r->to(at::kDouble);
-      if (B_IS_REFERENCE) return rms(A - R) > GRAD_REF_RTOL * rms(R) + atol + ulps * eps * rms(R);
-      bad = rms(B - R) > SLACK * rms(A - R) + atol + rtol * rms(R) + ulps * eps * rms(R);
+      const auto floor_r = R.abs() * rtol + atol + ulps * eps * rms(R);
+      if (B_IS_REFERENCE) {
+        double spread = 0;
+        for (const auto& p : peers)
+          if (p.sizes() == A.sizes()) spread = std::max(spread, (p.to(at::kDouble) - A).abs().max().item<double>());
+        bad = (A - R).abs() > floor_r + SLACK * spread;
+      } else {
+        bad = bad.logical_and((B - R).abs() > floor_r + SLACK * (A - R).abs().max().item<double>());
+      }
     }
-    return bad;
+    return bad.sum().item<long>();
   }
-  auto bad = (A - B).abs() > (A.abs() * rtol + atol + ulps * eps * rms(A));
-  if (r) {
-    const auto R = r->to(at::kDouble);
-    const auto floor_r = R.abs() * rtol + atol + ulps * eps * rms(R);
-    if (B_IS_REFERENCE) {
-      double spread = 0;
-      for (const auto& p : peers)
-        if (p.sizes() == A.sizes()) spread = std::max(spread, (p.to(at::kDouble) - A).abs().max().item<double>());
-      bad = (A - R).abs() > floor_r + SLACK * spread;
-    } else {
-      bad = bad.logical_and((B - R).abs() > floor_r + SLACK * (A - R).abs().max().item<double>());
+
+  /// The line of an error that says what failed: the last `...Error: ...` line (a runtime error
+  /// in the interpreter), else the first line (a compilation error, before the source excerpt).
+  static std::string last_line(const std::string& s) {
+    std::vector<std::string> lines;
+    std::istringstream in(s);
+    for (std::string l; std::getline(in, l);)
+      if (!l.empty()) lines.push_back(l);
+    for (auto it = lines.rbegin(); it != lines.rend(); ++it)
+      if (it->find("Error: ") != std::string::npos && (*it)[0] != ' ') return *it;
+    return lines.empty() ? s : lines.front();
+  }
+
+  int main(int argc, char** argv) {
+    std::string dir = argc > 0 ? std::string(argv[0]) : std::string(".");
+    dir = dir.find('/') == std::string::npos ? "." : dir.substr(0, dir.rfind('/'));
+    std::ifstream in(dir + "/repro_data.pt", std::ios::binary);
+    if (!in) {
+      std::cerr << "cannot open " << dir << "/repro_data.pt\n";
+      return 2;
     }
-  }
-  return bad.sum().item<long>();
-}
-
-/// The line of an error that says what failed: the last `...Error: ...` line (a runtime error
-/// in the interpreter), else the first line (a compilation error, before the source excerpt).
-static std::string last_line(const std::string& s) {
-  std::vector<std::string> lines;
-  std::istringstream in(s);
-  for (std::string l; std::getline(in, l);)
-    if (!l.empty()) lines.push_back(l);
-  for (auto it = lines.rbegin(); it != lines.rend(); ++it)
-    if (it->find("Error: ") != std::string::npos && (*it)[0] != ' ') return *it;
-  return lines.empty() ? s : lines.front();
-}
-
-int main(int argc, char** argv) {
-  std::string dir = argc > 0 ? std::string(argv[0]) : std::string(".");
-  dir = dir.find('/') == std::string::npos ? "." : dir.substr(0, dir.rfind('/'));
-  std::ifstream in(dir + "/repro_data.pt", std::ios::binary);
-  if (!in) { std::cerr << "cannot open " << dir << "/repro_data.pt\n"; return 2; }
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  data_ = torch::jit::pickle_load(bytes);
-  const auto& top = data_.toTupleRef().elements();
-  for (const auto& c : top[1].toListRef()) constants_.push_back(c.toTensor());
-  std::vector<IVs> inputs;
-  for (const auto& x : top[0].toListRef()) {
-    const auto& e = x.toTupleRef().elements();
-    inputs.emplace_back(e.begin(), e.end());
-  }
-  if (argc == 4 && std::string(argv[1]) == "--child") {
-    (void)run(argv[2], inputs.at(std::stoul(argv[3])));
-    return 0;
-  }
-  std::printf("finding: %s\nLibTorch %s | configurations: %s vs %s\n", TITLE, TORCH_VERSION, CONFIG_A, CONFIG_B);
-  bool reproduced = false;
-  const std::vector<std::string> peers_names = PEERS;
-  for (std::size_t index = 0; index < inputs.size(); ++index) {
-    std::printf("input %zu:\n", index);
-    if (std::string(KIND) == "crash" || std::string(KIND) == "abort") {
-      for (const char* config : {CONFIG_A, CONFIG_B}) {
-        const pid_t pid = fork();
-        if (pid == 0) {
-          try { (void)run(config, inputs[index]); } catch (...) { _exit(1); }
-          _exit(0);
+    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    data_ = torch::jit::pickle_load(bytes);
+    const auto& top = data_.toTupleRef().elements();
+    for (const auto& c : top[1].toListRef()) constants_.push_back(c.toTensor());
+    std::vector<IVs> inputs;
+    for (const auto& x : top[0].toListRef()) {
+      const auto& e = x.toTupleRef().elements();
+      inputs.emplace_back(e.begin(), e.end());
+    }
+    if (argc == 4 && std::string(argv[1]) == "--child") {
+      (void)run(argv[2], inputs.at(std::stoul(argv[3])));
+      return 0;
+    }
+    std::printf("finding: %s\nLibTorch %s | configurations: %s vs %s\n", TITLE, TORCH_VERSION, CONFIG_A, CONFIG_B);
+    bool reproduced = false;
+    const std::vector<std::string> peers_names = PEERS;
+    for (std::size_t index = 0; index < inputs.size(); ++index) {
+      std::printf("input %zu:\n", index);
+      if (std::string(KIND) == "crash" || std::string(KIND) == "abort") {
+        for (const char* config : {CONFIG_A, CONFIG_B}) {
+          const pid_t pid = fork();
+          if (pid == 0) {
+            try {
+              (void)run(config, inputs[index]);
+            } catch (...) {
+              _exit(1);
+            }
+            _exit(0);
+          }
+          int status = 0;
+          waitpid(pid, &status, 0);
+          const bool died = WIFSIGNALED(status);
+          std::printf("  %-18s %s\n", config,
+                      died ? ("killed by signal " + std::to_string(WTERMSIG(status))).c_str()
+                           : ("exit " + std::to_string(WEXITSTATUS(status))).c_str());
+          if (died && std::string(config) == CONFIG_B) reproduced = true;
         }
-        int status = 0;
-        waitpid(pid, &status, 0);
-        const bool died = WIFSIGNALED(status);
-        std::printf("  %-18s %s\n", config, died ? ("killed by signal " + std::to_string(WTERMSIG(status))).c_str()
-                                                 : ("exit " + std::to_string(WEXITSTATUS(status))).c_str());
-        if (died && std::string(config) == CONFIG_B) reproduced = true;
+        continue;
       }
-      continue;
-    }
-    std::map<std::string, std::vector<at::Tensor>> results;
-    std::map<std::string, std::string> errors;
-    std::vector<std::string> configs = {CONFIG_A, CONFIG_B};
-    if (std::string(REFERENCE) != "") configs.push_back(REFERENCE);
-    for (const auto& p : peers_names) configs.push_back(p);
-    for (const auto& c : configs) {
-      if (results.count(c) || errors.count(c)) continue;
-      try {
-        results[c] = run(c, inputs[index]);
-      } catch (const std::exception& e) {
-        std::string what = e.what();
-        if (auto p = what.find("\nException raised from"); p != std::string::npos) what.resize(p);
-        errors[c] = last_line(what);
+      std::map<std::string, std::vector<at::Tensor>> results;
+      std::map<std::string, std::string> errors;
+      std::vector<std::string> configs = {CONFIG_A, CONFIG_B};
+      if (std::string(REFERENCE) != "") configs.push_back(REFERENCE);
+      for (const auto& p : peers_names) configs.push_back(p);
+      for (const auto& c : configs) {
+        if (results.count(c) || errors.count(c)) continue;
+        try {
+          results[c] = run(c, inputs[index]);
+        } catch (const std::exception& e) {
+          std::string what = e.what();
+          if (auto p = what.find("\nException raised from"); p != std::string::npos) what.resize(p);
+          errors[c] = last_line(what);
+        }
       }
-    }
-    for (const auto& [c, outs] : results)
-      for (std::size_t i = 0; i < outs.size(); ++i) {
-        const auto f = outs[i].to(at::kDouble).flatten();
-        std::printf("  %-18s out%zu %s [", c.c_str(), i, std::string(c10::toString(outs[i].scalar_type())).c_str());
-        for (std::int64_t k = 0; k < std::min<std::int64_t>(4, f.numel()); ++k) std::printf("%s%.6g", k ? ", " : "", f[k].item<double>());
-        std::printf("%s]\n", f.numel() > 4 ? ", ..." : "");
+      for (const auto& [c, outs] : results)
+        for (std::size_t i = 0; i < outs.size(); ++i) {
+          const auto f = outs[i].to(at::kDouble).flatten();
+          std::printf("  %-18s out%zu %s [", c.c_str(), i, std::string(c10::toString(outs[i].scalar_type())).c_str());
+          for (std::int64_t k = 0; k < std::min<std::int64_t>(4, f.numel()); ++k)
+            std::printf("%s%.6g", k ? ", " : "", f[k].item<double>());
+          std::printf("%s]\n", f.numel() > 4 ? ", ..." : "");
+        }
+      for (const auto& [c, e] : errors) std::printf("  %-18s raised: %s\n", c.c_str(), e.c_str());
+      if (std::string(KIND) == "exception") {
+        const bool fa = errors.count(CONFIG_A), fb = errors.count(CONFIG_B);
+        if (fa != fb) {
+          const auto& e = errors[fa ? CONFIG_A : CONFIG_B];
+          const std::string expect = EXPECT;
+          if (expect.empty() || e.find(expect) != std::string::npos || expect.find(e) != std::string::npos)
+            reproduced = true;
+        }
+        continue;
       }
-    for (const auto& [c, e] : errors) std::printf("  %-18s raised: %s\n", c.c_str(), e.c_str());
-    if (std::string(KIND) == "exception") {
-      const bool fa = errors.count(CONFIG_A), fb = errors.count(CONFIG_B);
-      if (fa != fb) {
-        const auto& e = errors[fa ? CONFIG_A : CONFIG_B];
-        const std::string expect = EXPECT;
-        if (expect.empty() || e.find(expect) != std::string::npos || expect.find(e) != std::string::npos) reproduced = true;
-      }
-      continue;
-    }
-    if (!results.count(CONFIG_A) || !results.count(CONFIG_B)) continue;
-    const auto& a = results[CONFIG_A];
-    const auto& b = results[CONFIG_B];
-    const std::vector<at::Tensor>* r = std::string(REFERENCE) != "" && results.count(REFERENCE) ? &results[REFERENCE] : nullptr;
-    const bool gradient = std::string(CONFIG_A).rfind("autograd", 0) == 0;
-    for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
-      if (a[i].sizes() != b[i].sizes()) { std::printf("  out%zu: shapes differ\n", i); reproduced = true; continue; }
-      if (!a[i].is_floating_point()) {
-        const long n = a[i].ne(b[i]).sum().item<long>();
-        std::printf("  out%zu: %ld elements differ (exact dtype)\n", i, n);
+      if (!results.count(CONFIG_A) || !results.count(CONFIG_B)) continue;
+      const auto& a = results[CONFIG_A];
+      const auto& b = results[CONFIG_B];
+      const std::vector<at::Tensor>* r =
+          std::string(REFERENCE) != "" && results.count(REFERENCE) ? &results[REFERENCE] : nullptr;
+      const bool gradient = std::string(CONFIG_A).rfind("autograd", 0) == 0;
+      for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
+        if (a[i].sizes() != b[i].sizes()) {
+          std::printf("  out%zu: shapes differ\n", i);
+          reproduced = true;
+          continue;
+        }
+        if (!a[i].is_floating_point()) {
+          const long n = a[i].ne(b[i]).sum().item<long>();
+          std::printf("  out%zu: %ld elements differ (exact dtype)\n", i, n);
+          reproduced = reproduced || n > 0;
+          continue;
+        }
+        const auto nan_a = a[i].isnan(), nan_b = b[i].isnan(), inf_a = a[i].isinf(), inf_b = b[i].isinf();
+        const long nan = (nan_a.ne(nan_b).logical_or(inf_a.ne(inf_b))).sum().item<long>();
+        const auto finite = nan_a.logical_or(nan_b).logical_or(inf_a).logical_or(inf_b).logical_not();
+        const auto fa = a[i].masked_fill(finite.logical_not(), 0), fb = b[i].masked_fill(finite.logical_not(), 0);
+        const double diff = (fa.to(at::kDouble) - fb.to(at::kDouble)).abs().max().item<double>();
+        if (std::string(KIND) == "nan_inf") {
+          std::printf("  out%zu: NaN/Inf in one configuration only at %ld elements; max abs diff elsewhere %.3g\n", i,
+                      nan, diff);
+          reproduced = reproduced || nan > 0;
+          continue;
+        }
+        std::optional<at::Tensor> rt;
+        if (r && i < r->size() && (*r)[i].sizes() == a[i].sizes()) rt = (*r)[i].masked_fill(finite.logical_not(), 0);
+        std::vector<at::Tensor> peers;
+        for (const auto& p : peers_names)
+          if (results.count(p) && i < results[p].size()) peers.push_back(results[p][i]);
+        const long n = bad_elements(fa, fb, rt ? &*rt : nullptr, peers, gradient);
+        const auto t = tol_of(a[i].scalar_type());
+        std::printf("  out%zu: max abs diff %.3g (rtol %g, atol %g, floor %g ulps of RMS); %ld bad\n", i, diff, t.first,
+                    t.second, ULPS, n);
         reproduced = reproduced || n > 0;
-        continue;
       }
-      const auto nan_a = a[i].isnan(), nan_b = b[i].isnan(), inf_a = a[i].isinf(), inf_b = b[i].isinf();
-      const long nan = (nan_a.ne(nan_b).logical_or(inf_a.ne(inf_b))).sum().item<long>();
-      const auto finite = nan_a.logical_or(nan_b).logical_or(inf_a).logical_or(inf_b).logical_not();
-      const auto fa = a[i].masked_fill(finite.logical_not(), 0), fb = b[i].masked_fill(finite.logical_not(), 0);
-      const double diff = (fa.to(at::kDouble) - fb.to(at::kDouble)).abs().max().item<double>();
-      if (std::string(KIND) == "nan_inf") {
-        std::printf("  out%zu: NaN/Inf in one configuration only at %ld elements; max abs diff elsewhere %.3g\n", i, nan, diff);
-        reproduced = reproduced || nan > 0;
-        continue;
-      }
-      std::optional<at::Tensor> rt;
-      if (r && i < r->size() && (*r)[i].sizes() == a[i].sizes()) rt = (*r)[i].masked_fill(finite.logical_not(), 0);
-      std::vector<at::Tensor> peers;
-      for (const auto& p : peers_names)
-        if (results.count(p) && i < results[p].size()) peers.push_back(results[p][i]);
-      const long n = bad_elements(fa, fb, rt ? &*rt : nullptr, peers, gradient);
-      const auto t = tol_of(a[i].scalar_type());
-      std::printf("  out%zu: max abs diff %.3g (rtol %g, atol %g, floor %g ulps of RMS); %ld bad\n", i, diff, t.first, t.second,
-                  ULPS, n);
-      reproduced = reproduced || n > 0;
     }
+    std::printf("%s\n", reproduced ? "REPRODUCED" : "NOT REPRODUCED");
+    return reproduced ? 0 : 1;
   }
-  std::printf("%s\n", reproduced ? "REPRODUCED" : "NOT REPRODUCED");
-  return reproduced ? 0 : 1;
-}
 )CPP";
 
 }  // namespace repro_detail
@@ -1083,12 +1114,16 @@ inline void write_cpp_repro(const model& m, const repro_spec& spec, const std::f
   using namespace repro_detail;
   const auto js = judge_settings_of(spec);
   const auto ts32 = python_forward(m, repro_dialect::torchscript, false);
-  const auto ts64 = ts32.uses_f32_dtype ? python_forward(m, repro_dialect::torchscript, true).forward_source : ts32.forward_source;
+  const auto ts64 =
+      ts32.uses_f32_dtype ? python_forward(m, repro_dialect::torchscript, true).forward_source : ts32.forward_source;
   auto cstr = [](const std::string& s) {
     std::string o = "\"";
     for (char c : s) {
       if (c == '"' || c == '\\') o += '\\';
-      if (c == '\n') { o += "\\n"; continue; }
+      if (c == '\n') {
+        o += "\\n";
+        continue;
+      }
       o += c;
     }
     return o + "\"";
@@ -1100,9 +1135,11 @@ inline void write_cpp_repro(const model& m, const repro_spec& spec, const std::f
     << "// Build and run (Debian's libtorch-dev; repro_data.pt beside the binary):\n"
     << "//   g++ -std=c++17 -O1 repro.cpp -o repro -I/usr/include/torch/csrc/api/include -ltorch -ltorch_cpu -lc10\n"
     << "//   ./repro        # last line REPRODUCED (exit 0) or NOT REPRODUCED (exit 1)\n"
-    << "#include <torch/script.h>\n#include <torch/csrc/autograd/autograd.h>\n#include <torch/csrc/jit/runtime/graph_executor.h>\n#include <ATen/Parallel.h>\n#include <torch/version.h>\n\n"
+    << "#include <torch/script.h>\n#include <torch/csrc/autograd/autograd.h>\n#include "
+       "<torch/csrc/jit/runtime/graph_executor.h>\n#include <ATen/Parallel.h>\n#include <torch/version.h>\n\n"
     << "#include <sys/wait.h>\n#include <unistd.h>\n\n"
-    << "#include <cmath>\n#include <cstdio>\n#include <fstream>\n#include <iostream>\n#include <map>\n#include <optional>\n"
+    << "#include <cmath>\n#include <cstdio>\n#include <fstream>\n#include <iostream>\n#include <map>\n#include "
+       "<optional>\n"
     << "#include <sstream>\n#include <string>\n#include <thread>\n#include <vector>\n\n"
     << "static const char* TITLE = " << cstr(spec.title) << ";\n"
     << "static const char* KIND = " << cstr(spec.kind) << ";\n"
@@ -1114,15 +1151,17 @@ inline void write_cpp_repro(const model& m, const repro_spec& spec, const std::f
   for (std::size_t i = 0; i < js.peers.size(); ++i) c << (i ? ", " : "") << cstr(js.peers[i]);
   c << "}\n"
     << "static const char* EXPECT = " << cstr(js.expect) << ";\n"
-    << "static const std::pair<double, double> TOL_F16{" << t.f16.rtol << ", " << t.f16.atol << "}, TOL_BF16{" << t.bf16.rtol
-    << ", " << t.bf16.atol << "}, TOL_F32{" << t.f32.rtol << ", " << t.f32.atol << "}, TOL_F64{" << t.f64.rtol << ", "
-    << t.f64.atol << "};\n"
+    << "static const std::pair<double, double> TOL_F16{" << t.f16.rtol << ", " << t.f16.atol << "}, TOL_BF16{"
+    << t.bf16.rtol << ", " << t.bf16.atol << "}, TOL_F32{" << t.f32.rtol << ", " << t.f32.atol << "}, TOL_F64{"
+    << t.f64.rtol << ", " << t.f64.atol << "};\n"
     << "static const double SLACK = " << co.reference_slack << ", ULPS = " << co.magnitude_ulps
     << ", GRAD_SCALE = " << co.gradient_scale << ", GRAD_REF_RTOL = " << co.gradient_reference_rtol << ";\n\n"
     << "// The reduced graph, op by op (TorchScript source; the constants are attributes c0, c1, ...).\n"
-    << "static const char* FORWARD32 = R\"TS(\n" << ts32.forward_source << ")TS\";\n"
+    << "static const char* FORWARD32 = R\"TS(\n"
+    << ts32.forward_source << ")TS\";\n"
     << "// The float64 baseline: float32 dtype arguments widened too.\n"
-    << "static const char* FORWARD64 = R\"TS(\n" << ts64 << ")TS\";\n"
+    << "static const char* FORWARD64 = R\"TS(\n"
+    << ts64 << ")TS\";\n"
     << cpp_driver;
   std::ofstream f(campaign::finding_layout(dir).repro_cpp());
   f << c.str();

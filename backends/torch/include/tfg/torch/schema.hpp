@@ -2,7 +2,7 @@
 /// Operator schemas of a model's nodes, and the DSL's words for the codes TorchScript passes
 /// as ints (ScalarType, MemoryFormat, Layout): what the match adapter shows the core instead of
 /// c10 numbers.
-#include <tfg/torch/model.hpp>
+#include "tfg/torch/model.hpp"
 
 #include <torch/csrc/jit/runtime/operator.h>
 
@@ -43,7 +43,6 @@ namespace tfg::torch {
   }
   return fallback;
 }
-
 
 /// The kind of a schema argument's real type, looking through Optional.
 [[nodiscard]] inline c10::TypeKind real_kind(const c10::Argument& a) {

@@ -7,12 +7,12 @@
 /// whose output differs. For a `.pt2` seed, the TorchScript graph built from the program's
 /// nodes is run by TorchScript's executor (LibTorch's C++ runtime for exported programs is not
 /// part of the wheel's public library).
-#include <tfg/torch/compare.hpp>
-#include <tfg/torch/execute.hpp>
-#include <tfg/torch/export.hpp>
-#include <tfg/torch/import.hpp>
-#include <tfg/torch/inputs.hpp>
-#include <tfg/torch/ivalue.hpp>
+#include "tfg/torch/compare.hpp"
+#include "tfg/torch/execute.hpp"
+#include "tfg/torch/export.hpp"
+#include "tfg/torch/import.hpp"
+#include "tfg/torch/inputs.hpp"
+#include "tfg/torch/ivalue.hpp"
 
 #include <torch/csrc/jit/api/function_impl.h>
 
@@ -93,19 +93,23 @@ namespace seed_check_detail {
       if (node != graph::no_node && is_uninitialised_op(m.graph.data(node).name())) continue;  // arbitrary bytes
       const double d = ivalue::max_abs_diff(all[n_out + i], mine);
       if (d != 0) {
-        const std::string what = node == graph::no_node ? "input %" + inner[i]->debugName()
-                                                        : describe(m.graph, node) + ", output %" + inner[i]->debugName();
-        return what + where + ": op by op gives another value than TorchScript's forward (max abs diff " + seed_check_detail::number(d) +
+        const std::string what = node == graph::no_node
+                                     ? "input %" + inner[i]->debugName()
+                                     : describe(m.graph, node) + ", output %" + inner[i]->debugName();
+        return what + where + ": op by op gives another value than TorchScript's forward (max abs diff " +
+               seed_check_detail::number(d) +
                "): a nondeterministic operator (random values) or an import defect of flowmut (please report "
                "that); findings on this seed would not be the framework's";
       }
     }
     c10::IValue theirs;
     if (n_out == 1) theirs = all[0];
-    else theirs = c10::ivalue::Tuple::create(std::vector<c10::IValue>(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n_out)));
+    else
+      theirs = c10::ivalue::Tuple::create(
+          std::vector<c10::IValue>(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n_out)));
     if (const double d = ivalue::max_abs_diff(theirs, ours); d != 0)
-      return "the output" + where + " differs from TorchScript's forward (max abs diff " + seed_check_detail::number(d) +
-             ") although every node agrees: please report it";
+      return "the output" + where + " differs from TorchScript's forward (max abs diff " +
+             seed_check_detail::number(d) + ") although every node agrees: please report it";
   }
   return "";
 }

@@ -18,9 +18,9 @@
 /// true branch, another the false; loops of different trip counts), a while-loop (its condition
 /// is computed in the body), more than `max_unrolled` iterations. The result is valid for inputs
 /// that take the same paths: that is what a campaign's mutants are judged on.
-#include <tfg/torch/inputs.hpp>
-#include <tfg/torch/ivalue.hpp>
-#include <tfg/torch/model.hpp>
+#include "tfg/torch/inputs.hpp"
+#include "tfg/torch/ivalue.hpp"
+#include "tfg/torch/model.hpp"
 
 #include <ATen/core/grad_mode.h>
 #include <torch/csrc/jit/ir/constants.h>
@@ -95,7 +95,8 @@ namespace jit = ::torch::jit;
     if (probe->inputs()[0]->hasUses()) {
       std::string names;
       for (const auto& u : probe->inputs()[0]->uses())
-        if (u.user->kind() == c10::prim::GetAttr) names += (names.empty() ? "`" : ", `") + u.user->s(c10::attr::name) + "`";
+        if (u.user->kind() == c10::prim::GetAttr)
+          names += (names.empty() ? "`" : ", `") + u.user->s(c10::attr::name) + "`";
       throw std::runtime_error("forward still reads module attributes after freezing (" + names + ")");
     }
     probe->eraseInput(0);
@@ -115,7 +116,8 @@ namespace jit = ::torch::jit;
     jit::Stack stack;
     for (const auto& v : in) stack.push_back(ivalue::deep_clone(v, [](const at::Tensor& t) { return t.clone(); }));
     jit::InterpreterState(code).run(stack);
-    if (stack.size() != vals.size()) throw std::runtime_error("the interpreter returned " + std::to_string(stack.size()) + " values");
+    if (stack.size() != vals.size())
+      throw std::runtime_error("the interpreter returned " + std::to_string(stack.size()) + " values");
     out.push_back(std::move(stack));
   }
   return out;
@@ -308,7 +310,8 @@ inline void specialise_control_flow(std::shared_ptr<::torch::jit::Graph> g, cons
                             ": a while loop (its condition is computed as it runs) cannot be specialised; export "
                             "the model with torch.export or trace it with torch.jit.trace");
       } else if (n->kind() != c10::prim::If) {
-        throw model_error(source + ": " + detail::describe_node(n) + ": a node with blocks that is neither prim::If nor prim::Loop");
+        throw model_error(source + ": " + detail::describe_node(n) +
+                          ": a node with blocks that is neither prim::If nor prim::Loop");
       }
       flow.push_back(n);
       if (!jit::toIValue(n->input(0))) asked.push_back(n->input(0));
@@ -351,8 +354,8 @@ inline void specialise_control_flow(std::shared_ptr<::torch::jit::Graph> g, cons
       const auto& v = choice[f];
       if (n->kind() == c10::prim::If) {
         if (!v.isBool())
-          throw model_error(source + ": " + detail::describe_node(n) + ": a condition that is not a bool (" + v.tagKind() + " " +
-                            sd::text_of(v) + ")");
+          throw model_error(source + ": " + detail::describe_node(n) + ": a condition that is not a bool (" +
+                            v.tagKind() + " " + sd::text_of(v) + ")");
         sd::inline_block(*g, n, n->blocks()[v.toBool() ? 0 : 1]);
         continue;
       }

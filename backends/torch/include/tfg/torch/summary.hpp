@@ -1,10 +1,10 @@
 #pragma once
 /// Human-readable and machine-readable views of a profiled model: the `flowmut profile`
 /// summary, the TFG as JSON (with F(e) per profiling input), and Graphviz DOT.
-#include <tfg/graph/dot.hpp>
-#include <tfg/graph/json.hpp>
-#include <tfg/torch/profile.hpp>
-#include <tfg/util/json_escape.hpp>
+#include "tfg/graph/dot.hpp"
+#include "tfg/graph/json.hpp"
+#include "tfg/torch/profile.hpp"
+#include "tfg/util/json_escape.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -134,17 +134,19 @@ inline void json_state(std::ostream& os, const state::tensor_state& s) {
     os << ",\"strides\":";
     json_ints(os, s.strides);
     os << ",\"dtype\":\"" << state::name(s.type) << "\",\"device\":\"" << state::name(s.device.kind)
-       << "\",\"layout\":\"" << state::name(s.tensor_layout) << "\",\"contiguous\":" << (s.contiguous ? "true" : "false")
-       << ",\"memory_format\":\"" << state::name(s.format) << "\",\"storage_offset\":" << s.storage_offset
-       << ",\"storage_group\":" << s.storage_group << ",\"storage_sharers\":" << s.storage_sharers
-       << ",\"requires_grad\":" << (s.requires_grad ? "true" : "false") << ",\"min\":";
+       << "\",\"layout\":\"" << state::name(s.tensor_layout)
+       << "\",\"contiguous\":" << (s.contiguous ? "true" : "false") << ",\"memory_format\":\"" << state::name(s.format)
+       << "\",\"storage_offset\":" << s.storage_offset << ",\"storage_group\":" << s.storage_group
+       << ",\"storage_sharers\":" << s.storage_sharers << ",\"requires_grad\":" << (s.requires_grad ? "true" : "false")
+       << ",\"min\":";
     json_number(os, s.numbers.min);
     os << ",\"max\":";
     json_number(os, s.numbers.max);
     os << ",\"mean\":";
     json_number(os, s.numbers.mean);
-    os << ",\"nan\":" << s.numbers.nan_count << ",\"inf\":" << s.numbers.inf_count << ",\"zeros\":" << s.numbers.zero_count
-       << ",\"hash\":\"" << std::hex << s.numbers.content_hash << std::dec << '"';
+    os << ",\"nan\":" << s.numbers.nan_count << ",\"inf\":" << s.numbers.inf_count
+       << ",\"zeros\":" << s.numbers.zero_count << ",\"hash\":\"" << std::hex << s.numbers.content_hash << std::dec
+       << '"';
   } else {
     os << ",\"value\":";
     json_number(os, s.scalar);

@@ -14,7 +14,7 @@
 /// TAG is the execution configuration's short tag, so the same operator chosen by the graph
 /// executor and by eager execution are different behaviours. Consecutive repeats collapse into
 /// one label (a loop over 64 channels is one behaviour, not 64).
-#include <tfg/torch/profile.hpp>
+#include "tfg/torch/profile.hpp"
 
 #include <cstdint>
 #include <map>
@@ -91,8 +91,8 @@ class label_sequence {
       const std::uint64_t key = (tag_id << 56) ^ (parent << 28) ^ e.label;
       auto it = ids_.find(key);
       if (it == ids_.end()) {
-        const std::string text =
-            event_label(tag, nested ? std::string_view(names.names[stack.back()]) : std::string_view{}, names.names[e.label]);
+        const std::string text = event_label(
+            tag, nested ? std::string_view(names.names[stack.back()]) : std::string_view{}, names.names[e.label]);
         auto [t, fresh] = by_text_.emplace(text, static_cast<std::uint32_t>(labels_.size()));
         if (fresh) labels_.push_back(text);
         it = ids_.emplace(key, t->second).first;

@@ -7,7 +7,7 @@
 ///  - `window_of(m, culprit, depth)`: the nodes of the window (constants feeding it included).
 ///  - `window_model(m, window, culprit)`: the window as a model; `boundary` lists, per new
 ///    graph input, the original edge it stands for.
-#include <tfg/torch/model.hpp>
+#include "tfg/torch/model.hpp"
 
 #include <cstddef>
 #include <optional>
@@ -19,7 +19,8 @@ namespace tfg::torch {
 
 /// The node at `position` of `m`'s execution order when its kind is `op`; else the node of kind
 /// `op` nearest to that position; nullopt when `m` has none.
-[[nodiscard]] inline std::optional<graph::node_id> locate_culprit(const model& m, std::size_t position, std::string_view op) {
+[[nodiscard]] inline std::optional<graph::node_id> locate_culprit(const model& m, std::size_t position,
+                                                                  std::string_view op) {
   const auto order = m.graph.topological_order();
   std::optional<graph::node_id> best;
   std::size_t best_distance = static_cast<std::size_t>(-1);
@@ -34,8 +35,8 @@ namespace tfg::torch {
 /// A window: membership flags indexed by node, and how many non-constant nodes it holds.
 struct window {
   std::vector<char> member;
-  std::size_t nodes = 0;        ///< operators (tensor constants not counted)
-  bool whole_cone = false;      ///< growing it further adds nothing
+  std::size_t nodes = 0;    ///< operators (tensor constants not counted)
+  bool whole_cone = false;  ///< growing it further adds nothing
 };
 
 namespace reduce_detail {
@@ -66,7 +67,8 @@ namespace reduce_detail {
   w.whole_cone = true;
   for (auto n : frontier)
     for (auto e : g.inputs(n))
-      if (auto p = g.producer(e); p != graph::no_node && !w.member[graph::index(p)] && !reduce_detail::is_constant_node(m, p))
+      if (auto p = g.producer(e);
+          p != graph::no_node && !w.member[graph::index(p)] && !reduce_detail::is_constant_node(m, p))
         w.whole_cone = false;
   for (auto n : g.topological_order()) {
     if (!w.member[graph::index(n)]) continue;

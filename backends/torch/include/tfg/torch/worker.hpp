@@ -12,20 +12,20 @@
 /// Before each configuration the worker writes `current.json` ({"id","model","config","pid"})
 /// into its folder: a write-ahead record that names the mutant and configuration a crash or
 /// hang belongs to even when the reply never comes.
-#include <tfg/campaign/crash_handler.hpp>
-#include <tfg/campaign/layout.hpp>
-#include <tfg/campaign/process.hpp>
-#include <tfg/campaign/protocol.hpp>
-#include <tfg/torch/compare.hpp>
-#include <tfg/torch/configs.hpp>
-#include <tfg/torch/import.hpp>
-#include <tfg/torch/pt2.hpp>
-#include <tfg/torch/inputs.hpp>
-#include <tfg/torch/localise.hpp>
-#include <tfg/oracle/nan_propagation.hpp>
-#include <tfg/torch/profile.hpp>
-#include <tfg/torch/trace_labels.hpp>
-#include <tfg/util/clock.hpp>
+#include "tfg/campaign/crash_handler.hpp"
+#include "tfg/campaign/layout.hpp"
+#include "tfg/campaign/process.hpp"
+#include "tfg/campaign/protocol.hpp"
+#include "tfg/torch/compare.hpp"
+#include "tfg/torch/configs.hpp"
+#include "tfg/torch/import.hpp"
+#include "tfg/torch/pt2.hpp"
+#include "tfg/torch/inputs.hpp"
+#include "tfg/torch/localise.hpp"
+#include "tfg/oracle/nan_propagation.hpp"
+#include "tfg/torch/profile.hpp"
+#include "tfg/torch/trace_labels.hpp"
+#include "tfg/util/clock.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -137,7 +137,8 @@ struct float64_judgement {
 /// configurations, export_decomposed (the same torch.export program decomposed to core ATen,
 /// run eagerly) for `aoti`. Where `ref` agrees, Inductor breaks; where it shows the finding
 /// too, what feeds Inductor does.
-[[nodiscard]] inline std::string backend_attribution(const oracle::verdict& v, const std::map<std::string, run_result>& results,
+[[nodiscard]] inline std::string backend_attribution(const oracle::verdict& v,
+                                                     const std::map<std::string, run_result>& results,
                                                      const std::string& ref_name, const run_result& ref, const model& m,
                                                      const std::vector<c10::IValue>& opt_input, bool nonfinite,
                                                      bool nonfinite_forward) {
@@ -155,8 +156,10 @@ struct float64_judgement {
     return "backend: not attributed (" + ref_name + " cannot be compared: " + clean_error(e.what()) + ")";
   }
   if (!w.finding())
-    return aot ? "backend: AOTInductor (export_decomposed, the same torch.export program decomposed to core ATen and run "
-                 "eagerly, agrees with " + v.config_a + ")"
+    return aot ? "backend: AOTInductor (export_decomposed, the same torch.export program decomposed to core ATen and "
+                 "run "
+                 "eagerly, agrees with " +
+                     v.config_a + ")"
                : "backend: Inductor (aot_eager, the same graph capture and AOTAutograd without Inductor, agrees with " +
                      v.config_a + ")";
   return (aot ? "backend: torch.export or its decompositions (export_decomposed, without AOTInductor, disagrees with "
@@ -192,8 +195,7 @@ struct float64_judgement {
     for (const auto& v : input) {
       if (v.isTensor() && v.toTensor().defined() && v.toTensor().is_floating_point())
         args.push_back(c10::IValue(widened_input(v.toTensor()).detach().requires_grad_(true)));
-      else
-        args.push_back(ivalue::deep_clone(v));
+      else args.push_back(ivalue::deep_clone(v));
     }
     std::vector<std::pair<std::size_t, at::Tensor>> seen;  // (position, value) of differentiable outputs
     std::map<graph::node_id, std::size_t> position;
@@ -218,8 +220,7 @@ struct float64_judgement {
       char buf[320];
       std::snprintf(buf, sizeof buf, "the float64 %s at position %zu (%s) reaches %.3g, beyond %s's largest %.3g",
                     grad > largest ? "gradient" : "value", seen[i].first, wide.graph.data(n).kind.toQualString(),
-                    grad > largest ? grad : value,
-                    std::string(c10::toString(working)).c_str(), largest);
+                    grad > largest ? grad : value, std::string(c10::toString(working)).c_str(), largest);
       return buf;
     }
   } catch (const std::exception&) {
@@ -271,8 +272,9 @@ struct float64_judgement {
     }
     config_ms += r.prepare_ms + r.wall_ms;
     if (is_compiled_config(c)) reply.phases["compile"] += r.prepare_ms;  // within "configs"
-    if (r.ok() && req.labels) sequence.append(trace, names, c);  // failures add no labels
-    reply.results.push_back({c, r.ok(), r.skipped ? "skipped: " + r.error : r.error, r.wall_ms, r.prepare_ms, r.unsupported});
+    if (r.ok() && req.labels) sequence.append(trace, names, c);          // failures add no labels
+    reply.results.push_back(
+        {c, r.ok(), r.skipped ? "skipped: " + r.error : r.error, r.wall_ms, r.prepare_ms, r.unsupported});
     results.emplace(c, std::move(r));
   }
   reply.phases["configs"] = config_ms;
@@ -288,8 +290,8 @@ struct float64_judgement {
     if (c != "float64_reference" && c != "autograd_float64") order.push_back(c);
   for (const auto& c : configs)
     if (c == "float64_reference" || c == "autograd_float64") order.push_back(c);
-  std::map<std::string, bool> agrees;  // config -> agrees with its reference (no finding)
-  std::vector<std::size_t> attribute;  // verdicts of Inductor configurations to attribute to a backend
+  std::map<std::string, bool> agrees;            // config -> agrees with its reference (no finding)
+  std::vector<std::size_t> attribute;            // verdicts of Inductor configurations to attribute to a backend
   std::map<std::string, run_result> again_runs;  // a reference configuration run a second time
   const auto opt_input = (*inputs).empty() ? std::vector<c10::IValue>{} : (*inputs)[0];
   const bool nonfinite = has_nonfinite_parameters(m);
@@ -310,7 +312,8 @@ struct float64_judgement {
     // float64 pair only those that agree with the reference.
     std::vector<const run_result*> peers;
     for (const auto& [name, r] : results) {
-      if (name == a->first || name == c || r.widened || !r.ok() || worker_detail::is_gradient_config(name) != grad) continue;
+      if (name == a->first || name == c || r.widened || !r.ok() || worker_detail::is_gradient_config(name) != grad)
+        continue;
       if (c == ref64_name && !agrees[name]) continue;
       peers.push_back(&r);
     }
@@ -324,8 +327,8 @@ struct float64_judgement {
       // better (an ill-conditioned mutant, or float32 formulas unstable at its values).
       const bool against_truth = c == ref64_name || ref64 != nullptr;
       if (v.kind == oracle::verdict_kind::numeric_mismatch && against_truth) {
-        worker_detail::write_current(st, {{"id", req.id}, {"model", req.model}, {"config", a->first + "+noise"},
-                                          {"pid", ::getpid()}});
+        worker_detail::write_current(
+            st, {{"id", req.id}, {"model", req.model}, {"config", a->first + "+noise"}, {"pid", ::getpid()}});
         const auto noisy = perturbed_inputs(*inputs, 0x1p-23, 0x5eed);
         const auto noisy_m = perturbed_parameters(m, 0x1p-23, 0x5eed + 1);
         worker_detail::reseed_cpu_generator();
@@ -335,8 +338,8 @@ struct float64_judgement {
           with_self.push_back(&self);
           auto v2 = judge(a->second, b->second, opt, &m, ref64, with_self);
           if (!v2.finding()) {
-            v2.message = "ill-conditioned at float32, not compared: one-ulp noise on inputs and parameters moves " + a->first +
-                         " as far (" + v.message + ")";
+            v2.message = "ill-conditioned at float32, not compared: one-ulp noise on inputs and parameters moves " +
+                         a->first + " as far (" + v.message + ")";
             v = std::move(v2);
           }
         }
@@ -347,8 +350,8 @@ struct float64_judgement {
       if (v.kind == oracle::verdict_kind::numeric_mismatch || v.kind == oracle::verdict_kind::nan_inf_mismatch) {
         auto it = again_runs.find(a->first);
         if (it == again_runs.end()) {
-          worker_detail::write_current(st, {{"id", req.id}, {"model", req.model}, {"config", a->first + "+again"},
-                                            {"pid", ::getpid()}});
+          worker_detail::write_current(
+              st, {{"id", req.id}, {"model", req.model}, {"config", a->first + "+again"}, {"pid", ::getpid()}});
           worker_detail::reseed_cpu_generator();
           it = again_runs.emplace(a->first, run_config(a->first, m, *inputs, ro)).first;
         }
@@ -356,8 +359,8 @@ struct float64_judgement {
         if (again.ok()) {
           const auto self = judge(a->second, again, opt, &m, nullptr, {});
           if (self.finding()) {
-            v.message = "nondeterministic, not compared: " + a->first + " run twice disagrees with itself (" + self.message +
-                        "); " + v.message;
+            v.message = "nondeterministic, not compared: " + a->first + " run twice disagrees with itself (" +
+                        self.message + "); " + v.message;
             v.kind = oracle::verdict_kind::within_tolerance;
           }
         }
@@ -365,8 +368,8 @@ struct float64_judgement {
       // A NaN/Inf only float32's gradients show, where float64's gradient computation holds
       // values beyond float32's range: float32's overflow, not a defect (docs/oracle.md).
       if (v.kind == oracle::verdict_kind::nan_inf_mismatch && c == "autograd_float64") {
-        worker_detail::write_current(st, {{"id", req.id}, {"model", req.model}, {"config", "autograd_float64+range"},
-                                          {"pid", ::getpid()}});
+        worker_detail::write_current(
+            st, {{"id", req.id}, {"model", req.model}, {"config", "autograd_float64+range"}, {"pid", ::getpid()}});
         std::string why;
         for (std::size_t k = 0; k < (*inputs).size() && why.empty(); ++k)
           why = worker_detail::gradient_range_exceeded(m, (*inputs)[k]);
@@ -394,7 +397,8 @@ struct float64_judgement {
     if ((v.kind == oracle::verdict_kind::numeric_mismatch || v.kind == oracle::verdict_kind::nan_inf_mismatch) &&
         is_onnx_config(c)) {
       // Where in the ONNX model (the bisection over cuts names the TFG operator).
-      worker_detail::write_current(st, {{"id", req.id}, {"model", req.model}, {"config", c + "+localise"}, {"pid", ::getpid()}});
+      worker_detail::write_current(
+          st, {{"id", req.id}, {"model", req.model}, {"config", c + "+localise"}, {"pid", ::getpid()}});
       v.message += "\nONNX: " + onnx_localise(c, m, *inputs, ro.threads);
     }
     if (v.finding() && ((is_inductor_config(c) && c != "inductor_autograd") || c == "aoti")) {
@@ -436,7 +440,8 @@ struct float64_judgement {
     const auto opt_i = at("onnxruntime"), noopt_i = at("onnxruntime_noopt");
     if (opt_i >= 0 && noopt_i >= 0 && reply.verdicts[opt_i].kind == reply.verdicts[noopt_i].kind &&
         reply.verdicts[opt_i].config_a == reply.verdicts[noopt_i].config_a) {
-      reply.verdicts[noopt_i].message += "\nonnxruntime (graph optimisations on) shows it too: not an optimiser's doing";
+      reply.verdicts[noopt_i].message +=
+          "\nonnxruntime (graph optimisations on) shows it too: not an optimiser's doing";
       reply.verdicts.erase(reply.verdicts.begin() + opt_i);
     }
   }
@@ -446,7 +451,8 @@ struct float64_judgement {
   reply.phases["judge"] = ms_since(judge_t0);
   if (!req.seed_model.empty()) {
     const auto meta_t0 = std::chrono::steady_clock::now();
-    worker_detail::write_current(st, {{"id", req.id}, {"model", req.seed_model}, {"config", "metamorphic"}, {"pid", ::getpid()}});
+    worker_detail::write_current(
+        st, {{"id", req.id}, {"model", req.seed_model}, {"config", "metamorphic"}, {"pid", ::getpid()}});
     try {
       const auto seed = load_any(req.seed_model);
       const auto mine = results.find("eager_op_by_op");
@@ -554,7 +560,8 @@ struct float64_judgement {
       return reply;
     }
     if (req.op == campaign::request_op::nan_check) {
-      worker_detail::write_current(st, {{"id", req.id}, {"model", req.model}, {"config", "nan_check"}, {"pid", ::getpid()}});
+      worker_detail::write_current(
+          st, {{"id", req.id}, {"model", req.model}, {"config", "nan_check"}, {"pid", ::getpid()}});
       oracle::nan_rules rules;
       for (const auto& [op, r] : req.nan_rules)
         if (auto rule = oracle::parse_nan_rule(r)) rules.emplace(op, *rule);
@@ -589,7 +596,8 @@ struct float64_judgement {
       return reply;
     }
     const auto& input = inputs[req.input];
-    worker_detail::write_current(st, {{"id", req.id}, {"model", req.model}, {"config", req.config_b}, {"pid", ::getpid()}});
+    worker_detail::write_current(st,
+                                 {{"id", req.id}, {"model", req.model}, {"config", req.config_b}, {"pid", ::getpid()}});
     run_options ro;
     ro.threads = req.threads;
     ro.warmup = req.warmup;
@@ -748,8 +756,9 @@ inline int serve_requests(const std::filesystem::path& dir) {
   return 0;
 }
 
-/// Helpers of worker_detail other files use (flowmut legality and the tests judge as the worker does); the rest of worker_detail is this file's own.
-using worker_detail::gradient_range_exceeded;
+/// Helpers of worker_detail other files use (flowmut legality and the tests judge as the worker does); the rest of
+/// worker_detail is this file's own.
 using worker_detail::float64_excess;
+using worker_detail::gradient_range_exceeded;
 
 }  // namespace tfg::torch

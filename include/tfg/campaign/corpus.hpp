@@ -22,6 +22,7 @@
 #include "tfg/campaign/backend.hpp"
 #include "tfg/campaign/judge.hpp"
 #include "tfg/campaign/layout.hpp"
+#include "tfg/campaign/settings.hpp"
 #include "tfg/oracle/finding.hpp"
 #include "tfg/state/tensor_state.hpp"
 
@@ -90,6 +91,12 @@ class corpus {
     double magnitude_limit = 100;  ///< healthy: values within this many times the original's largest
     std::size_t max_seed_nodes = 4000;
     bool accept_any = false;  ///< every legal mutant is healthy
+
+    /// The rules a campaign's options give.
+    [[nodiscard]] static rules of(const options& o) {
+      return {o.corpus_size,     o.return_every,   o.min_legal_rate, o.legal_window,
+              o.magnitude_limit, o.max_seed_nodes, o.accept_any};
+    }
   };
 
   corpus(layout files, rules r) : files_(std::move(files)), rules_(r) {}

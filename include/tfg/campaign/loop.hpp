@@ -241,13 +241,10 @@ class loop {
     space_ = b_.metrics_space(universe_);
     tracker_.emplace(space_);
 
-    corpus_.emplace(
-        files_, typename corpus_type::rules{opt_.corpus_size, opt_.return_every, opt_.min_legal_rate, opt_.legal_window,
-                                            opt_.magnitude_limit, opt_.max_seed_nodes, opt_.accept_any});
+    corpus_.emplace(files_, corpus_type::rules::of(opt_));
     workers_.emplace(files_.workers_dir(), opt_.worker_exe, worker_environment<Backend>(), opt_.rss_limit_bytes);
-    recorder_.emplace(
-        files_, typename finding_recorder<Backend>::rules{opt_.reruns, opt_.perf_trials, opt_.localise, opt_.configs},
-        *store_, *workers_, configs_, perf_, nan_rules_);
+    recorder_.emplace(files_, finding_recorder<Backend>::rules::of(opt_), *store_, *workers_, configs_, perf_,
+                      nan_rules_);
     workers_->spawn();
     if (!(opt_.resume && resume_calibration(state))) calibrate();
     gen_->profile_and_set_seed(std::move(*seed), *inputs_);

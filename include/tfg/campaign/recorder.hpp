@@ -20,6 +20,7 @@
 #include "tfg/campaign/judge.hpp"
 #include "tfg/campaign/layout.hpp"
 #include "tfg/campaign/protocol.hpp"
+#include "tfg/campaign/settings.hpp"
 #include "tfg/campaign/store.hpp"
 #include "tfg/campaign/supervisor.hpp"
 #include "tfg/oracle/finding.hpp"
@@ -50,6 +51,9 @@ class finding_recorder {
     int perf_trials = 5;               ///< interleaved seed/mutant timings that confirm a performance anomaly
     bool localise = true;              ///< differential findings are localised again on each rerun
     std::vector<std::string> configs;  ///< the campaign's configurations (meta.json)
+
+    /// The rules a campaign's options give (after its configurations are settled).
+    [[nodiscard]] static rules of(const options& o) { return {o.reruns, o.perf_trials, o.localise, o.configs}; }
   };
 
   /// `db`, `workers`, `perf` and `nan` must outlive the recorder.

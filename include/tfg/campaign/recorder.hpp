@@ -20,6 +20,7 @@
 #include "tfg/campaign/judge.hpp"
 #include "tfg/campaign/layout.hpp"
 #include "tfg/campaign/protocol.hpp"
+#include "tfg/campaign/round_judge.hpp"
 #include "tfg/campaign/settings.hpp"
 #include "tfg/campaign/store.hpp"
 #include "tfg/campaign/supervisor.hpp"
@@ -136,11 +137,6 @@ class finding_recorder {
   [[nodiscard]] const finding_counts& counts() const noexcept { return counts_; }
 
  private:
-  [[nodiscard]] static std::string first_line(std::string s) {
-    if (auto nl = s.find('\n'); nl != std::string::npos) s.resize(nl);
-    return s;
-  }
-
   void write_folder(const observed_finding& f, const finding_origin& origin, const worker_request& req,
                     const std::filesystem::path& model_file, const std::string& id) {
     namespace fs = std::filesystem;

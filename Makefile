@@ -63,7 +63,7 @@ check-headers: deps $(BUILD)/build.ninja
 
 # The house style: every C++ file of the project as clang-format (.clang-format) writes it.
 check-format: deps
-	git ls-files '*.hpp' '*.cpp' | xargs clang-format --dry-run --Werror --style=file
+	git ls-files '*.hpp' '*.ipp' '*.cpp' | xargs clang-format --dry-run --Werror --style=file
 
 zoo: deps
 	$(PYTHON) examples/seeds/make_zoo.py $(BUILD)/zoo

@@ -12,11 +12,11 @@
 //
 //   tfg_bench_execute --zoo=build/zoo [--seeds=mobilenet_v3_small,resnet18] [--configs=a,b]
 #include "tfg/torch/backend.hpp"
-#include "tfg/torch/configs.hpp"
-#include "tfg/torch/export.hpp"
-#include "tfg/torch/import.hpp"
-#include "tfg/torch/inputs.hpp"
-#include "tfg/torch/worker.hpp"
+#include "tfg/torch/execute/configs.hpp"
+#include "tfg/torch/import/export.hpp"
+#include "tfg/torch/import/import.hpp"
+#include "tfg/torch/import/inputs.hpp"
+#include "tfg/torch/execute/worker.hpp"
 #include "tfg/util/clock.hpp"
 
 #include <ATen/Parallel.h>

@@ -1,4 +1,4 @@
-// Constraints decided before execution (tfg/torch/infer.hpp) against the probe that runs the
+// Constraints decided before execution (tfg/torch/mutate/infer.hpp) against the probe that runs the
 // mutant: for a sample of the retained candidates of a zoo seed (every k-th of the bundled
 // pool's candidates, instantiated once), the time of `static_check` (shapes and dtypes
 // propagated on meta tensors, then the refutable constraints) and of `check_mutant` (the
@@ -8,13 +8,13 @@
 //   tfg_bench_infer --zoo=build/zoo [--seeds=swin_v2_t,resnet18] [--sample=60] [benchmark flags]
 #include "tfg/match/candidates.hpp"
 #include "tfg/match/pool.hpp"
-#include "tfg/torch/externs.hpp"
-#include "tfg/torch/import.hpp"
-#include "tfg/torch/infer.hpp"
-#include "tfg/torch/inputs.hpp"
-#include "tfg/torch/match_adapter.hpp"
-#include "tfg/torch/mutate.hpp"
-#include "tfg/torch/profile.hpp"
+#include "tfg/torch/import/externs.hpp"
+#include "tfg/torch/import/import.hpp"
+#include "tfg/torch/mutate/infer.hpp"
+#include "tfg/torch/import/inputs.hpp"
+#include "tfg/torch/mutate/match_adapter.hpp"
+#include "tfg/torch/mutate/mutate.hpp"
+#include "tfg/torch/execute/profile.hpp"
 #include "tfg/util/clock.hpp"
 
 #include <ATen/Parallel.h>

@@ -10,9 +10,9 @@
 // Default seed: swin_v2_t, the largest zoo TFG (1,620 nodes). Target (issue 4): <= 60 ms.
 #include "tfg/campaign/generator.hpp"
 #include "tfg/torch/backend.hpp"
-#include "tfg/torch/export.hpp"
-#include "tfg/torch/import.hpp"
-#include "tfg/torch/inputs.hpp"
+#include "tfg/torch/import/export.hpp"
+#include "tfg/torch/import/import.hpp"
+#include "tfg/torch/import/inputs.hpp"
 #include "tfg/util/clock.hpp"
 
 #include <ATen/Parallel.h>

@@ -9,7 +9,7 @@
 #include "tfg/campaign/replay.hpp"
 #include "tfg/select/registry.hpp"
 #include "tfg/torch/backend.hpp"
-#include "tfg/torch/worker.hpp"
+#include "tfg/torch/execute/worker.hpp"
 
 #include <csignal>
 #include <cstdio>

@@ -8,9 +8,9 @@
 #include "tfg/match/pool.hpp"
 #include "tfg/match/pool_info.hpp"
 #include "tfg/torch/backend.hpp"
-#include "tfg/torch/infer.hpp"
-#include "tfg/torch/ops_check.hpp"
-#include "tfg/torch/worker.hpp"
+#include "tfg/torch/mutate/infer.hpp"
+#include "tfg/torch/oracle/ops_check.hpp"
+#include "tfg/torch/execute/worker.hpp"
 #include "tfg/util/json_escape.hpp"
 #include "tfg/util/text_file.hpp"
 
@@ -115,7 +115,7 @@ std::string one_line(std::string s) {
 /// WHY". An operator that preserves values must give the seed's outputs within its tolerance
 /// (never below the dtype's rounding, as `flowmut ops check`), or, where it does not, in the
 /// float64 reference within its tolerance (never below float64's): the campaign's metamorphic
-/// check reports a mutant only when both differ (the worker, tfg/torch/worker.hpp), so a
+/// check reports a mutant only when both differ (the worker, tfg/torch/execute/worker.hpp), so a
 /// rewrite whose bf16 rounding differs from the seed's is legal, one whose values differ is
 /// not. One that changes values must change some output on some profiling input (a parameter
 /// "changed" to its current value, a reduction swapped for itself, computes the seed again).

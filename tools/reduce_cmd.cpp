@@ -7,8 +7,8 @@
 #include "tfg/match/pool.hpp"
 #include "tfg/oracle/nan_propagation.hpp"
 #include "tfg/torch/backend.hpp"
-#include "tfg/torch/reduce.hpp"
-#include "tfg/torch/repro.hpp"
+#include "tfg/torch/reduce/reduce.hpp"
+#include "tfg/torch/reduce/repro.hpp"
 #include "tfg/util/atomic_file.hpp"
 #include "tfg/util/text_file.hpp"
 

@@ -4,9 +4,9 @@
 // compute the activation they name.
 #include "tfg/match/candidates.hpp"
 #include "tfg/match/pool.hpp"
-#include "tfg/torch/externs.hpp"
-#include "tfg/torch/match_adapter.hpp"
-#include "tfg/torch/mutate.hpp"
+#include "tfg/torch/import/externs.hpp"
+#include "tfg/torch/mutate/match_adapter.hpp"
+#include "tfg/torch/mutate/mutate.hpp"
 #include "tfg/torch/torch.hpp"
 
 #include <doctest/doctest.h>

@@ -3,11 +3,11 @@
 // float64 configuration leaves integer and bool tensors alone; the verdict kinds; errors never
 // throw. "config zoo" measures every configuration on every zoo seed (only with TFG_ZOO_DIR).
 #include "tfg/oracle/verdict.hpp"
-#include "tfg/torch/compare.hpp"
-#include "tfg/torch/configs.hpp"
-#include "tfg/torch/import.hpp"
-#include "tfg/torch/inputs.hpp"
-#include "tfg/torch/localise.hpp"
+#include "tfg/torch/oracle/compare.hpp"
+#include "tfg/torch/execute/configs.hpp"
+#include "tfg/torch/import/import.hpp"
+#include "tfg/torch/import/inputs.hpp"
+#include "tfg/torch/oracle/localise.hpp"
 
 #include <doctest/doctest.h>
 #include <torch/csrc/jit/ir/irparser.h>

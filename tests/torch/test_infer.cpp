@@ -3,8 +3,8 @@
 // illegal when it runs.
 #include "tfg/match/candidates.hpp"
 #include "tfg/match/pool.hpp"
-#include "tfg/torch/externs.hpp"
-#include "tfg/torch/infer.hpp"
+#include "tfg/torch/import/externs.hpp"
+#include "tfg/torch/mutate/infer.hpp"
 #include "tfg/torch/torch.hpp"
 
 #include <doctest/doctest.h>

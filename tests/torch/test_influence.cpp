@@ -3,9 +3,9 @@
 // without a path to the output get 0, the perturbation estimate agrees with the gradient on
 // smooth ops, and a node without a derivative (aten::_native_multi_head_attention) leaves its
 // upstream edges to perturbation. "zoo influence" times resnet18 / vit when the zoo is built.
-#include "tfg/torch/import.hpp"
-#include "tfg/torch/influence.hpp"
-#include "tfg/torch/inputs.hpp"
+#include "tfg/torch/import/import.hpp"
+#include "tfg/torch/oracle/influence.hpp"
+#include "tfg/torch/import/inputs.hpp"
 
 #include <doctest/doctest.h>
 #include <torch/csrc/jit/ir/irparser.h>

@@ -1,5 +1,5 @@
 // Building nodes from op names and DSL-level arguments, and committing them into a real model.
-#include "tfg/torch/instantiate.hpp"
+#include "tfg/torch/mutate/instantiate.hpp"
 #include "tfg/torch/torch.hpp"
 
 #include <doctest/doctest.h>

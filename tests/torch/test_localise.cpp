@@ -7,7 +7,7 @@
 #include "tfg/campaign/loop.hpp"
 #include "tfg/campaign/skeleton.hpp"
 #include "tfg/torch/backend.hpp"
-#include "tfg/torch/worker.hpp"
+#include "tfg/torch/execute/worker.hpp"
 
 #include <doctest/doctest.h>
 #include <torch/csrc/jit/ir/irparser.h>

@@ -1,5 +1,5 @@
 // The LibTorch model seen through tfg::match::match_adapter.
-#include "tfg/torch/match_adapter.hpp"
+#include "tfg/torch/mutate/match_adapter.hpp"
 #include "tfg/torch/torch.hpp"
 
 #include <doctest/doctest.h>

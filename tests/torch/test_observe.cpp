@@ -1,10 +1,10 @@
 // The LibTorch side of the diversity metrics (observe.hpp): the test space from the registered
 // schemas, the universe from operators/requirements, and observations of the tiny_mix seed.
 // "observe: denominators" prints the measured totals quoted in docs/metrics.md (run with -s).
-#include "tfg/torch/import.hpp"
-#include "tfg/torch/inputs.hpp"
-#include "tfg/torch/instantiate.hpp"
-#include "tfg/torch/observe.hpp"
+#include "tfg/torch/import/import.hpp"
+#include "tfg/torch/import/inputs.hpp"
+#include "tfg/torch/mutate/instantiate.hpp"
+#include "tfg/torch/execute/observe.hpp"
 
 #include <doctest/doctest.h>
 

@@ -2,8 +2,8 @@
 // op names and argument lists written in the DSL are real TorchScript operators.
 #include "tfg/dsl/parse.hpp"
 #include "tfg/match/pool.hpp"
-#include "tfg/torch/ops_check.hpp"
-#include "tfg/torch/example_graph.hpp"
+#include "tfg/torch/oracle/ops_check.hpp"
+#include "tfg/torch/import/example_graph.hpp"
 #include "tfg/torch/torch.hpp"
 
 #include <doctest/doctest.h>

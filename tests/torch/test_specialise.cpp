@@ -2,10 +2,10 @@
 // for-loops unrolled, the result computing what TorchScript computes on those inputs; inputs
 // that disagree and while-loops refused naming the node.
 #include "tfg/torch/backend.hpp"
-#include "tfg/torch/execute.hpp"
-#include "tfg/torch/import.hpp"
-#include "tfg/torch/repro.hpp"
-#include "tfg/torch/specialise.hpp"
+#include "tfg/torch/execute/execute.hpp"
+#include "tfg/torch/import/import.hpp"
+#include "tfg/torch/reduce/repro.hpp"
+#include "tfg/torch/import/specialise.hpp"
 
 #include <doctest/doctest.h>
 #include <torch/csrc/jit/ir/irparser.h>

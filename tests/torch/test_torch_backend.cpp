@@ -1,8 +1,8 @@
 // The LibTorch backend on the committed default seed and on hand-written IR: import, op-by-op
 // execution, F(e) profiling, export, and the errors a user sees for bad models.
-#include "tfg/torch/ivalue.hpp"
+#include "tfg/torch/import/ivalue.hpp"
 #include "tfg/torch/torch.hpp"
-#include "tfg/torch/trace_labels.hpp"
+#include "tfg/torch/import/trace_labels.hpp"
 
 #include <doctest/doctest.h>
 #include <torch/csrc/jit/ir/irparser.h>

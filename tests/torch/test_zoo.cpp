@@ -1,15 +1,15 @@
 // Conformance of every seed of the generated zoo (TFG_ZOO_DIR, built by examples/seeds/make_zoo.py):
 // it imports, runs op by op with outputs equal to module.forward (max abs diff 0), profiles,
 // and exports to a .pt that reloads and gives the same outputs.
-#include "tfg/torch/ivalue.hpp"
-#include "tfg/torch/seed_check.hpp"
+#include "tfg/torch/import/ivalue.hpp"
+#include "tfg/torch/import/seed_check.hpp"
 #include "tfg/torch/torch.hpp"
 
 #include "tfg/match/candidates.hpp"
 #include "tfg/match/pool.hpp"
-#include "tfg/torch/externs.hpp"
-#include "tfg/torch/infer.hpp"
-#include "tfg/torch/mutate.hpp"
+#include "tfg/torch/import/externs.hpp"
+#include "tfg/torch/mutate/infer.hpp"
+#include "tfg/torch/mutate/mutate.hpp"
 
 #include <doctest/doctest.h>
 

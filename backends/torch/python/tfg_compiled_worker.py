@@ -1,6 +1,6 @@
 """tfg's worker for the compiled execution configurations of PyTorch 2.x.
 
-The C++ worker (tfg/torch/compiled.hpp) starts this program with tfg::campaign::worker (fork +
+The C++ worker (tfg/torch/execute/compiled.hpp) starts this program with tfg::campaign::worker (fork +
 exec, its own process group, a timeout and an RSS limit) and speaks tfg's worker protocol with
 it (tfg/campaign/protocol.hpp): one JSON request line on fd 3, one JSON reply line on fd 4, stdout
 and stderr to the worker's log. It runs a mutant, written by tfg as a torch.export program

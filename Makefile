@@ -57,7 +57,7 @@ test-1.13: deps
 	cmake --build $(BUILD_113) -j $(JOBS) --target tfg_core_tests tfg_campaign_tests tfg_fake_worker tfg_torch_tests
 	cd $(BUILD_113) && ctest --output-on-failure -j 1 -R '^(core|campaign|torch)$$'
 
-# Every public header compiles on its own (101 generated units; CI builds them after the tests).
+# Every public header compiles on its own (117 generated units; CI builds them after the tests).
 check-headers: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS) --target tfg_header_checks
 

@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tfg/campaign/signature_json.hpp"
 #include "tfg/campaign/backend.hpp"
 #include "tfg/campaign/judge.hpp"
 #include "tfg/campaign/layout.hpp"
@@ -230,16 +231,8 @@ class corpus {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& [key, sig] : roots) {
       const auto bar = key.rfind('|');
-      nlohmann::json rec = {{"prefix", key.substr(0, bar + 1)},
-                            {"kind", std::string(oracle::to_string(sig.kind))},
-                            {"a", sig.config_a},
-                            {"b", sig.config_b},
-                            {"op", sig.culprit_op},
-                            {"dtype", sig.dtype},
-                            {"device", sig.device},
-                            {"detail", sig.detail},
-                            {"symptom", sig.symptom},
-                            {"inputs", sig.inputs}};
+      nlohmann::json rec = sig;  // signature_json.hpp
+      rec["prefix"] = key.substr(0, bar + 1);
       if (key.compare(bar + 1, std::string::npos, "model") == 0) {
         rec["whole_model"] = true;
       } else {
@@ -266,15 +259,11 @@ class corpus {
       if (!whole && r.contains("node_kind") && r.at("node_kind").get<std::string>() != Backend::kind(model, by_pos[p]))
         continue;
       oracle::finding_signature sig;
-      sig.kind = oracle::parse_finding_kind(r.at("kind").get<std::string>()).value_or(oracle::finding_kind::numeric);
-      sig.config_a = r.value("a", "");
-      sig.config_b = r.value("b", "");
-      sig.culprit_op = r.value("op", "");
-      sig.dtype = r.value("dtype", "");
-      sig.device = r.value("device", "");
-      sig.detail = r.value("detail", "");
-      sig.symptom = r.value("symptom", "");
-      sig.inputs = r.value("inputs", "");
+      try {
+        from_json(r, sig);  // signature_json.hpp; reads the short keys of older state.json too
+      } catch (const nlohmann::json::exception&) {
+        continue;  // a kind this flowmut does not know: not a root it can inherit
+      }
       roots.emplace(
           r.at("prefix").get<std::string>() + (whole ? std::string("model") : std::to_string(graph::index(by_pos[p]))),
           sig);

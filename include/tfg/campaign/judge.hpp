@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tfg/campaign/signature_json.hpp"
 #include "tfg/campaign/process.hpp"
 #include "tfg/campaign/protocol.hpp"
 #include "tfg/campaign/round.hpp"
@@ -279,13 +280,10 @@ struct finding_filter {
       !meta.contains("message") || key.find(':') < key.find('|'))  // a symptom ("kind:symptom") in the key
     return key;
   oracle::finding_signature s;
-  s.kind = *kind;
-  s.config_a = meta.value("config_a", "");
-  s.config_b = meta.value("config_b", "");
-  s.culprit_op = meta.value("culprit_op", "");
-  s.dtype = meta.value("dtype", "f32");
-  s.device = meta.value("device", "cpu");
-  s.inputs = meta.value("inputs", "");
+  s.dtype = "f32";  // what a meta.json without them meant
+  s.device = "cpu";
+  from_json(meta, s);  // signature_json.hpp
+  s.symptom.clear();   // not part of these keys (checked above)
   s.detail = oracle::normalise_message(meta.value("message", ""));
   return s.key();
 }

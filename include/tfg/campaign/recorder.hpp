@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tfg/campaign/signature_json.hpp"
 #include "tfg/campaign/attribute.hpp"
 #include "tfg/campaign/backend.hpp"
 #include "tfg/campaign/judge.hpp"
@@ -153,27 +154,21 @@ class finding_recorder {
     nlohmann::json loc = {
         {"localised", w.localised}, {"operator", w.culprit_op},   {"position", w.position},       {"inputs", w.inputs},
         {"input_states", w.states}, {"divergence", w.divergence}, {"configuration_runs", w.runs}, {"note", w.note}};
-    nlohmann::json meta = {{"id", id},
-                           {"title", sig.title()},
-                           {"key", sig.key()},
-                           {"kind", std::string(oracle::to_string(sig.kind))},
-                           {"config_a", sig.config_a},
-                           {"config_b", sig.config_b},
-                           {"round", origin.round},
-                           {"operator", origin.op},
-                           {"site", origin.site},
-                           {"configs", rules_.configs},
-                           {"message", f.message},
-                           {"culprit_op", sig.culprit_op},
-                           {"inputs", sig.inputs},
-                           {"dtype", sig.dtype},
-                           {"device", sig.device},
-                           {"localisation", loc},
-                           {"timeout_ms", workers_.timeout().count()},
-                           {"seed_times", perf_.seed_times},
-                           {"seed_model", db_.meta("seed_model").value_or("")},
-                           {"metamorphic", {{"atol", req.meta_atol}, {"rtol", req.meta_rtol}}},
-                           {"repro", "flowmut repro " + files_.finding(id).dir().string()}};
+    nlohmann::json meta = sig;  // kind, configurations, culprit, dtype, device, inputs (signature_json.hpp)
+    meta.update({{"id", id},
+                 {"title", sig.title()},
+                 {"key", sig.key()},
+                 {"round", origin.round},
+                 {"operator", origin.op},
+                 {"site", origin.site},
+                 {"configs", rules_.configs},
+                 {"message", f.message},
+                 {"localisation", loc},
+                 {"timeout_ms", workers_.timeout().count()},
+                 {"seed_times", perf_.seed_times},
+                 {"seed_model", db_.meta("seed_model").value_or("")},
+                 {"metamorphic", {{"atol", req.meta_atol}, {"rtol", req.meta_rtol}}},
+                 {"repro", "flowmut repro " + files_.finding(id).dir().string()}});
     write_file_atomic(staged.meta(), meta.dump(2));
     std::ofstream(staged.worker_log()) << f.message;
     publish_directory_atomic(staging_dir, files_.finding(id).dir());

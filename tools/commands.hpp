@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "tfg/campaign/fuzz_job.hpp"
 #include "tfg/campaign/known_issues.hpp"
 
 struct run_args {
@@ -35,26 +36,9 @@ struct run_args {
   std::set<std::string> given;      // long names of the options given on the command line
 };
 
-struct fuzz_args {
-  std::vector<std::string> seeds;  // seed files and folders
-  std::string out;
-  double time_s = 0;  // --time (required unless --resume)
-  int jobs = 0;       // 0: the core count
-  std::string shard = "0/1";
-  std::size_t rounds = 1000000;  // round budget of each campaign
-  std::size_t per_seed = 1;      // campaigns per seed (campaign seeds seed, seed+1, ...)
-  std::uint64_t seed = 1;
-  double slice_s = 0;  // 0: chosen from the budget, the jobs and the campaigns
-  std::vector<std::string> configs;
-  std::vector<std::string> op_dirs;
-  std::string policy = "linucb-op";
-  int timeout_s = 60;
-  int reruns = 2;
-  double reduce_budget_s = 0;
-  bool resume = false;
-  bool force = false;
-  bool quiet = false;
-  std::set<std::string> given;
+/// `flowmut fuzz`: the job's options (tfg/campaign/fuzz_job.hpp), parsed straight into them.
+struct fuzz_args : tfg::campaign::fuzz_job_options {
+  bool quiet = false;  // -q: no status screen
 };
 
 struct compare_args {

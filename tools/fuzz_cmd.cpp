@@ -7,14 +7,12 @@
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
-#include <thread>
 
 namespace fs = std::filesystem;
 namespace tc = tfg::campaign;
@@ -78,35 +76,16 @@ class fuzz_printer final : public tc::fuzz_observer {
 }  // namespace
 
 int run_fuzz_command(fuzz_args a, const std::string& self_exe) {
-  tc::fuzz_job_options o;
-  o.seeds = a.seeds;
-  o.out = a.out;
-  o.time_s = a.time_s;
-  o.shard = a.shard;
-  o.rounds = a.rounds;
-  o.per_seed = a.per_seed;
-  o.seed = a.seed;
-  o.slice_s = a.slice_s;
-  o.configs = a.configs;
-  o.op_dirs = a.op_dirs;
-  o.policy = a.policy;
-  o.timeout_s = a.timeout_s;
-  o.timeout_given = a.given.count("timeout") > 0;
-  o.timeout_cap_s = [given = o.timeout_given](int timeout_s, const std::vector<std::string>& configs) {
+  fuzz_printer printer(a.quiet, self_exe);
+  tc::fuzz_job_options o = std::move(a);  // the options without -q
+  o.timeout_cap_s = [given = o.given.count("timeout") > 0](int timeout_s, const std::vector<std::string>& configs) {
     return campaign_timeout_cap_s(timeout_s, given, configs);
   };
-  o.reruns = a.reruns;
-  o.jobs = a.jobs > 0 ? a.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  o.reduce_budget_s = a.reduce_budget_s;
-  o.resume = a.resume;
-  o.force = a.force;
-  o.given = a.given;
   o.self_exe = self_exe;
   o.known = known_issues();
   std::signal(SIGINT, &on_fuzz_signal);
   std::signal(SIGTERM, &on_fuzz_signal);
   std::signal(SIGHUP, &on_fuzz_signal);
-  fuzz_printer printer(a.quiet, self_exe);
   return tc::fuzz_job(std::move(o)).run(printer);
 }
 

@@ -61,18 +61,18 @@ struct fuzz_job_options {
   double slice_s = 0;  ///< 0: chosen from the budget, the jobs and the campaigns
   std::vector<std::string> configs, op_dirs;
   std::string policy = "linucb-op";
-  int timeout_s = 60;          ///< passed to the campaigns only when `timeout_given`
-  bool timeout_given = false;  ///< else each campaign keeps its own default
+  int timeout_s = 60;  ///< passed to the campaigns only when given ("timeout" in `given`), else their own default
   /// The campaigns' per-mutant cap for these settings (a slice far past its time is stopped):
   /// the backend raises it for configurations that compile every mutant. Default: timeout_s.
   std::function<int(int timeout_s, const std::vector<std::string>& configs)> timeout_cap_s;
   int reruns = 2;
 
-  int jobs = 1;                ///< campaigns at a time
+  int jobs = 0;                ///< campaigns at a time (0: the core count)
   double reduce_budget_s = 0;  ///< after the last slice: reduce one variant of each defect
   bool resume = false, force = false;
-  /// The settings the user gave explicitly (names as in fuzz.json's flags: "time", "shard",
-  /// "rounds", "campaigns-per-seed", "seed", "slice", "config", "ops", "policy"): refused on resume.
+  /// The settings the user gave explicitly, by flag name: "time", "shard", "rounds",
+  /// "campaigns-per-seed", "seed", "slice", "config", "ops", "policy" are refused on resume;
+  /// "timeout" is passed on to the campaigns.
   std::set<std::string> given;
   std::string self_exe;            ///< the flowmut that runs the slices
   std::vector<known_issue> known;  ///< for the index and the reports
@@ -191,7 +191,7 @@ struct slice {
   // campaign's findings.
   args.insert(args.end(), {"--reduce-budget", "0"});
   // The campaign's own default unless given (it raises the cap for compiled configurations).
-  if (a.timeout_given) args.insert(args.end(), {"--timeout", std::to_string(a.timeout_s)});
+  if (a.given.count("timeout")) args.insert(args.end(), {"--timeout", std::to_string(a.timeout_s)});
   std::filesystem::create_directories(fuzz_layout(a.out).logs_dir());
   return spawn_program(std::move(args), fuzz_layout(a.out).log(u.name).string());
 }
@@ -219,7 +219,9 @@ inline void copy_finding(const std::filesystem::path& from, const std::filesyste
 
 class fuzz_job {
  public:
-  explicit fuzz_job(fuzz_job_options o) : a_(std::move(o)), files_(a_.out) {}
+  explicit fuzz_job(fuzz_job_options o) : a_(std::move(o)), files_(a_.out) {
+    if (a_.jobs <= 0) a_.jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }
 
   /// Ends the run under way soon (async-signal-safe); `run` returns 130.
   static void request_stop() noexcept { fuzz_job_detail::stop_flag() = 1; }
